@@ -1,0 +1,429 @@
+//! `Thrift::BinaryProtocolAccelerated < Thrift::BinaryProtocol`: every method of the C accelerator, with its bytes,
+//! exceptions, messages and codes. Fixed-width reads from a plain MemoryBufferTransport allocate nothing.
+
+use magnus::rb_sys::{protect, AsRawValue};
+use magnus::prelude::*;
+use magnus::{Error, RClass, Ruby, TryConvert, Value};
+use rb_sys::stable_api::{get_default, StableApiDefinition};
+use rb_sys::VALUE;
+use thrift_native_core::{binary, uuid};
+
+use crate::thrift::{ids, thrift};
+use crate::transport::{value, Input, Output};
+use crate::{bytes, errors, rb, registry};
+
+// ----- argument checks, as the C accelerator's checked_integer_range -----
+
+fn checked_integer(ruby: &Ruby, v: Value, min: i64, max: i64) -> Result<i64, Error> {
+    let raw = v.as_raw();
+    let n = match rb::fixnum_value(raw) {
+        Some(n) => n,
+        // A Bignum beyond 64 bits raises NUM2LL's own RangeError.
+        None if rb::is_integer(raw) => i64::try_convert(v)?,
+        None => return Err(errors::integer_expected(ruby)),
+    };
+    if n < min || n > max {
+        return Err(errors::out_of_bounds(ruby));
+    }
+    Ok(n)
+}
+
+fn checked_byte(ruby: &Ruby, v: Value) -> Result<i8, Error> {
+    checked_integer(ruby, v, i8::MIN.into(), i8::MAX.into()).map(|n| n as i8)
+}
+
+fn checked_i16(ruby: &Ruby, v: Value) -> Result<i16, Error> {
+    checked_integer(ruby, v, i16::MIN.into(), i16::MAX.into()).map(|n| n as i16)
+}
+
+fn checked_i32(ruby: &Ruby, v: Value) -> Result<i32, Error> {
+    checked_integer(ruby, v, i32::MIN.into(), i32::MAX.into()).map(|n| n as i32)
+}
+
+fn checked_size(ruby: &Ruby, v: Value) -> Result<i32, Error> {
+    checked_integer(ruby, v, 0, i32::MAX.into()).map(|n| n as i32)
+}
+
+fn not_nil(ruby: &Ruby, v: Value) -> Result<Value, Error> {
+    if v.is_nil() {
+        Err(errors::nil_argument(ruby))
+    } else {
+        Ok(v)
+    }
+}
+
+/// `rb_Float(v)`: Floats as they are, Integers and numeric Strings converted, anything else raises.
+fn float_value(v: Value) -> Result<f64, Error> {
+    let raw = v.as_raw();
+    let api = get_default();
+    // SAFETY: float_type_p checks the tag before reading a header; num2dbl of a Float cannot raise.
+    if unsafe { api.float_type_p(raw) } {
+        return Ok(unsafe { api.num2dbl(raw) });
+    }
+    // SAFETY: protected; rb_Float raises TypeError/ArgumentError for what it cannot convert, and returns a Float.
+    let f = protect(|| unsafe { rb_sys::rb_Float(raw) })?;
+    Ok(unsafe { api.num2dbl(f) })
+}
+
+fn string_length(ruby: &Ruby, s: VALUE) -> Result<i32, Error> {
+    // SAFETY: `s` is a String.
+    i32::try_from(unsafe { rb::str_len(s) }).map_err(|_| Error::new(ruby.exception_range_error(), "string too long"))
+}
+
+/// Bytes gathered for one call, so that a check failing half-way still emits what the C accelerator had already
+/// written before it (its writes happen between its checks).
+struct Pending {
+    out: Output,
+    bytes: [u8; 16],
+    len: usize,
+}
+
+impl Pending {
+    fn new(out: Output) -> Self {
+        Pending { out, bytes: [0; 16], len: 0 }
+    }
+
+    fn push(&mut self, b: &[u8]) {
+        self.bytes[self.len..self.len + b.len()].copy_from_slice(b);
+        self.len += b.len();
+    }
+
+    /// Writes what was gathered, then passes the check's result on.
+    fn flush(&mut self) -> Result<(), Error> {
+        if self.len > 0 {
+            let len = std::mem::take(&mut self.len);
+            self.out.write(&self.bytes[..len])?;
+        }
+        Ok(())
+    }
+
+    fn check<T>(&mut self, result: Result<T, Error>) -> Result<T, Error> {
+        if result.is_err() {
+            self.flush()?;
+        }
+        result
+    }
+}
+
+/// `write_string_direct`: "Value should be a string" for anything but a String, then the UTF-8 bytes with their
+/// i32 length. A UTF-8 String bound for a plain buffer is appended as it is (no converted copy).
+fn write_string_to(ruby: &Ruby, out: &Output, s: Value) -> Result<(), Error> {
+    let raw = s.as_raw();
+    if !rb::is_string(raw) {
+        return Err(Error::new(ruby.exception_standard_error(), "Value should be a string"));
+    }
+    let converted = match out {
+        Output::Buffer(_) => bytes::utf8_bytes_of(raw)?,
+        Output::Transport(_) => bytes::convert_to_utf8_byte_buffer(raw)?,
+    };
+    out.write(&binary::encode_i32(string_length(ruby, converted)?))?;
+    out.write_string_object(converted)
+}
+
+// ----- writes -----
+
+fn native_p(_rb_self: Value) -> bool {
+    true
+}
+
+fn nothing(_rb_self: Value) {}
+
+fn nothing1(_rb_self: Value, _arg: Value) {}
+
+fn write_message_begin(ruby: &Ruby, rb_self: Value, name: Value, mtype: Value, seqid: Value) -> Result<(), Error> {
+    let out = Output::of(rb_self.as_raw());
+    let strict_write = rb::ivar_get(rb_self.as_raw(), ids().strict_write);
+    if strict_write == rb::QTRUE {
+        let mtype = checked_byte(ruby, mtype)?;
+        let version = (thrift().version_1 as u32 as i32) | i32::from(mtype);
+        out.write(&binary::encode_i32(version))?;
+        write_string_to(ruby, &out, name)?;
+        out.write(&binary::encode_i32(checked_i32(ruby, seqid)?))
+    } else {
+        write_string_to(ruby, &out, name)?;
+        out.write(&[checked_byte(ruby, mtype)? as u8])?;
+        out.write(&binary::encode_i32(checked_i32(ruby, seqid)?))
+    }
+}
+
+fn write_field_begin(ruby: &Ruby, rb_self: Value, _name: Value, ftype: Value, id: Value) -> Result<(), Error> {
+    let mut p = Pending::new(Output::of(rb_self.as_raw()));
+    let ftype = p.check(checked_byte(ruby, ftype))?;
+    p.push(&[ftype as u8]);
+    let id = p.check(checked_i16(ruby, id))?;
+    p.push(&binary::encode_i16(id));
+    p.flush()
+}
+
+fn write_field_stop(rb_self: Value) -> Result<(), Error> {
+    Output::of(rb_self.as_raw()).write(&[0])
+}
+
+fn write_map_begin(ruby: &Ruby, rb_self: Value, ktype: Value, vtype: Value, size: Value) -> Result<(), Error> {
+    let mut p = Pending::new(Output::of(rb_self.as_raw()));
+    let k = p.check(checked_byte(ruby, ktype))?;
+    p.push(&[k as u8]);
+    let v = p.check(checked_byte(ruby, vtype))?;
+    p.push(&[v as u8]);
+    let size = p.check(checked_size(ruby, size))?;
+    p.push(&binary::encode_i32(size));
+    p.flush()
+}
+
+fn write_list_begin(ruby: &Ruby, rb_self: Value, etype: Value, size: Value) -> Result<(), Error> {
+    let mut p = Pending::new(Output::of(rb_self.as_raw()));
+    let e = p.check(checked_byte(ruby, etype))?;
+    p.push(&[e as u8]);
+    let size = p.check(checked_size(ruby, size))?;
+    p.push(&binary::encode_i32(size));
+    p.flush()
+}
+
+fn write_bool(rb_self: Value, b: Value) -> Result<(), Error> {
+    Output::of(rb_self.as_raw()).write(&[u8::from(rb::truthy(b.as_raw()))])
+}
+
+fn write_byte(ruby: &Ruby, rb_self: Value, v: Value) -> Result<(), Error> {
+    let b = checked_byte(ruby, not_nil(ruby, v)?)?;
+    Output::of(rb_self.as_raw()).write(&[b as u8])
+}
+
+fn write_i16(ruby: &Ruby, rb_self: Value, v: Value) -> Result<(), Error> {
+    let n = checked_i16(ruby, not_nil(ruby, v)?)?;
+    Output::of(rb_self.as_raw()).write(&binary::encode_i16(n))
+}
+
+fn write_i32(ruby: &Ruby, rb_self: Value, v: Value) -> Result<(), Error> {
+    let n = checked_i32(ruby, not_nil(ruby, v)?)?;
+    Output::of(rb_self.as_raw()).write(&binary::encode_i32(n))
+}
+
+fn write_i64(ruby: &Ruby, rb_self: Value, v: Value) -> Result<(), Error> {
+    let n = checked_integer(ruby, not_nil(ruby, v)?, i64::MIN, i64::MAX)?;
+    Output::of(rb_self.as_raw()).write(&binary::encode_i64(n))
+}
+
+fn write_double(ruby: &Ruby, rb_self: Value, v: Value) -> Result<(), Error> {
+    let f = float_value(not_nil(ruby, v)?)?;
+    Output::of(rb_self.as_raw()).write(&binary::encode_double(f))
+}
+
+fn write_string(ruby: &Ruby, rb_self: Value, s: Value) -> Result<(), Error> {
+    not_nil(ruby, s)?;
+    write_string_to(ruby, &Output::of(rb_self.as_raw()), s)
+}
+
+fn write_binary(ruby: &Ruby, rb_self: Value, b: Value) -> Result<(), Error> {
+    not_nil(ruby, b)?;
+    let out = Output::of(rb_self.as_raw());
+    let buf = bytes::force_binary_encoding(b.as_raw())?;
+    let buf = magnus::RString::try_convert(value(buf))?.as_raw();
+    out.write(&binary::encode_i32(string_length(ruby, buf)?))?;
+    out.write_string_object(buf)
+}
+
+fn write_uuid(_ruby: &Ruby, rb_self: Value, u: Value) -> Result<(), Error> {
+    let raw = u.as_raw();
+    if !rb::is_string(raw) {
+        return Err(errors::protocol(thrift().codes.invalid_data, "UUID must be a string"));
+    }
+    // SAFETY: `raw` is a String; the slice is dropped before any Ruby call.
+    let parsed = uuid::parse(unsafe { rb::str_bytes(raw) });
+    let bytes = parsed.map_err(|e| errors::from_core(_ruby, e))?;
+    Output::of(rb_self.as_raw()).write(&bytes)
+}
+
+// ----- reads -----
+
+fn read_i32_from(ruby: &Ruby, input: &mut Input) -> Result<i32, Error> {
+    input.read_array::<4>(ruby).map(binary::decode_i32)
+}
+
+fn read_size_from(ruby: &Ruby, input: &mut Input) -> Result<usize, Error> {
+    usize::try_from(read_i32_from(ruby, input)?).map_err(|_| errors::negative_size())
+}
+
+fn read_message_begin(ruby: &Ruby, rb_self: Value) -> Result<magnus::RArray, Error> {
+    let this = rb_self.as_raw();
+    let ids = ids();
+    if rb::truthy(rb::ivar_get(this, ids.reset_message_size_ivar)) {
+        let trans = value(rb::ivar_get(this, ids.trans));
+        trans.funcall::<_, _, Value>(crate::transport::method_id(ids.reset_message_size), ())?;
+    }
+    let t = thrift();
+    let mut input = Input::of(this);
+    let version = read_i32_from(ruby, &mut input)?;
+    let (name, mtype) = if version < 0 {
+        if (version as u32 & t.version_mask as u32) != t.version_1 as u32 {
+            return Err(errors::protocol(t.codes.bad_version, "Missing version identifier"));
+        }
+        let mtype = i64::from(version as u32 & t.type_mask as u32);
+        let len = read_size_from(ruby, &mut input)?;
+        (input.read_utf8(ruby, len)?, mtype)
+    } else {
+        if rb::ivar_get(this, ids.strict_read) == rb::QTRUE {
+            return Err(errors::protocol(t.codes.bad_version, "No version identifier, old protocol client?"));
+        }
+        let name = input.read_all(ruby, version as usize)?;
+        (name, i64::from(input.read_byte(ruby)?))
+    };
+    let seqid = read_i32_from(ruby, &mut input)?;
+    Ok(ruby.ary_new_from_values(&[value(name), value(rb::integer(mtype)), value(rb::integer(seqid.into()))]))
+}
+
+fn read_field_begin(ruby: &Ruby, rb_self: Value) -> Result<magnus::RArray, Error> {
+    let mut input = Input::of(rb_self.as_raw());
+    let ftype = input.read_byte(ruby)?;
+    let id = if ftype == 0 { 0 } else { binary::decode_i16(input.read_array(ruby)?) };
+    Ok(ruby.ary_new_from_values(&[ruby.qnil().as_value(), value(rb::integer(ftype.into())), value(rb::integer(id.into()))]))
+}
+
+fn read_map_begin(ruby: &Ruby, rb_self: Value) -> Result<magnus::RArray, Error> {
+    let mut input = Input::of(rb_self.as_raw());
+    let k = input.read_byte(ruby)?;
+    let v = input.read_byte(ruby)?;
+    let size = read_size_from(ruby, &mut input)?;
+    Ok(ruby.ary_new_from_values(&[
+        value(rb::integer(k.into())),
+        value(rb::integer(v.into())),
+        value(rb::integer(size as i64)),
+    ]))
+}
+
+fn read_list_begin(ruby: &Ruby, rb_self: Value) -> Result<magnus::RArray, Error> {
+    let mut input = Input::of(rb_self.as_raw());
+    let e = input.read_byte(ruby)?;
+    let size = read_size_from(ruby, &mut input)?;
+    Ok(ruby.ary_new_from_values(&[value(rb::integer(e.into())), value(rb::integer(size as i64))]))
+}
+
+fn read_bool(ruby: &Ruby, rb_self: Value) -> Result<bool, Error> {
+    Ok(Input::of(rb_self.as_raw()).read_byte(ruby)? != 0)
+}
+
+fn read_byte(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
+    let b = Input::of(rb_self.as_raw()).read_byte(ruby)?;
+    Ok(value(rb::integer(b.into())))
+}
+
+fn read_i16(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
+    let n = binary::decode_i16(Input::of(rb_self.as_raw()).read_array(ruby)?);
+    Ok(value(rb::integer(n.into())))
+}
+
+fn read_i32(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
+    let n = read_i32_from(ruby, &mut Input::of(rb_self.as_raw()))?;
+    Ok(value(rb::integer(n.into())))
+}
+
+fn read_i64(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
+    let n = binary::decode_i64(Input::of(rb_self.as_raw()).read_array(ruby)?);
+    Ok(value(rb::integer(n)))
+}
+
+fn read_double(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
+    let f = binary::decode_double(Input::of(rb_self.as_raw()).read_array(ruby)?);
+    Ok(value(rb::float(f)))
+}
+
+fn read_binary(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
+    let mut input = Input::of(rb_self.as_raw());
+    let len = read_size_from(ruby, &mut input)?;
+    input.read_all(ruby, len).map(value)
+}
+
+fn read_string(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
+    let mut input = Input::of(rb_self.as_raw());
+    let len = read_size_from(ruby, &mut input)?;
+    input.read_utf8(ruby, len).map(value)
+}
+
+fn read_uuid(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
+    let mut input = Input::of(rb_self.as_raw());
+    let text = match &mut input {
+        Input::Buffer(mb) => mb.read_with(ruby, 16, |b| {
+            let b: &[u8; 16] = b.try_into().expect("read_with hands over exactly 16 bytes");
+            rb::binary_string(&uuid::format(b))
+        })?,
+        Input::Transport { .. } => {
+            let data = input.read_all(ruby, 16)?;
+            uuid_text_of(data)?
+        }
+    };
+    Ok(value(text))
+}
+
+/// The UUID text of 16 bytes a transport returned; anything else is INVALID_DATA (the C accelerator would read
+/// past the end of a shorter String).
+pub fn uuid_text_of(data: VALUE) -> Result<VALUE, Error> {
+    if rb::is_string(data) {
+        // SAFETY: `data` is a String; the slice is dropped before the allocation.
+        let bytes = unsafe { rb::str_bytes(data) };
+        if let Ok(b) = <&[u8; 16]>::try_from(bytes) {
+            let text = uuid::format(b);
+            return Ok(rb::binary_string(&text));
+        }
+    }
+    Err(errors::protocol(thrift().codes.invalid_data, "Invalid UUID data length"))
+}
+
+pub fn init(ruby: &Ruby) -> Result<(), Error> {
+    let t = thrift();
+    let thrift_module = magnus::RModule::from_value(value(t.module)).expect("Thrift is a module");
+    let superclass = RClass::from_value(value(t.binary_protocol)).expect("BinaryProtocol is a class");
+    let class = thrift_module.define_class("BinaryProtocolAccelerated", superclass)?;
+    rb::pin_forever(class.as_raw());
+
+    macro_rules! def {
+        ($name:expr, $m:expr) => {
+            registry::define_method(ruby, class, $name, $m)
+        };
+    }
+    def!("native?", magnus::method!(native_p, 0))?;
+    def!("write_message_begin", magnus::method!(write_message_begin, 3))?;
+    def!("write_field_begin", magnus::method!(write_field_begin, 3))?;
+    def!("write_field_stop", magnus::method!(write_field_stop, 0))?;
+    def!("write_map_begin", magnus::method!(write_map_begin, 3))?;
+    def!("write_list_begin", magnus::method!(write_list_begin, 2))?;
+    def!("write_set_begin", magnus::method!(write_list_begin, 2))?;
+    def!("write_byte", magnus::method!(write_byte, 1))?;
+    def!("write_bool", magnus::method!(write_bool, 1))?;
+    def!("write_i16", magnus::method!(write_i16, 1))?;
+    def!("write_i32", magnus::method!(write_i32, 1))?;
+    def!("write_i64", magnus::method!(write_i64, 1))?;
+    def!("write_double", magnus::method!(write_double, 1))?;
+    def!("write_string", magnus::method!(write_string, 1))?;
+    def!("write_binary", magnus::method!(write_binary, 1))?;
+    def!("write_uuid", magnus::method!(write_uuid, 1))?;
+    for name in ["write_message_end", "write_struct_end", "write_field_end", "write_map_end", "write_list_end", "write_set_end"] {
+        def!(name, magnus::method!(nothing, 0))?;
+    }
+    def!("write_struct_begin", magnus::method!(nothing1, 1))?;
+
+    def!("read_message_begin", magnus::method!(read_message_begin, 0))?;
+    def!("read_field_begin", magnus::method!(read_field_begin, 0))?;
+    def!("read_map_begin", magnus::method!(read_map_begin, 0))?;
+    def!("read_list_begin", magnus::method!(read_list_begin, 0))?;
+    def!("read_set_begin", magnus::method!(read_list_begin, 0))?;
+    def!("read_byte", magnus::method!(read_byte, 0))?;
+    def!("read_bool", magnus::method!(read_bool, 0))?;
+    def!("read_i16", magnus::method!(read_i16, 0))?;
+    def!("read_i32", magnus::method!(read_i32, 0))?;
+    def!("read_i64", magnus::method!(read_i64, 0))?;
+    def!("read_double", magnus::method!(read_double, 0))?;
+    def!("read_string", magnus::method!(read_string, 0))?;
+    def!("read_binary", magnus::method!(read_binary, 0))?;
+    def!("read_uuid", magnus::method!(read_uuid, 0))?;
+    for name in [
+        "read_message_end",
+        "read_struct_begin",
+        "read_struct_end",
+        "read_field_end",
+        "read_map_end",
+        "read_list_end",
+        "read_set_end",
+    ] {
+        def!(name, magnus::method!(nothing, 0))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,65 @@
+//! Every Ruby exception the extension raises, built in one place with the C accelerator's classes and messages.
+
+use magnus::prelude::*;
+use magnus::rb_sys::FromRawValue;
+use magnus::{Error, ExceptionClass, Ruby, Value};
+use thrift_native_core::CoreError;
+
+use crate::thrift::thrift;
+
+/// The C accelerator's message for every MemoryBufferTransport EOF.
+pub const MEMORY_BUFFER_EOF: &str = "Not enough bytes remain in memory buffer";
+
+fn new_exception(class: rb_sys::VALUE, code: i64, message: &str) -> Error {
+    let ruby = Ruby::get().expect("called from a Ruby thread");
+    // SAFETY: `class` is a pinned exception class cached at load time.
+    let class = unsafe { Value::from_raw(class) };
+    match class.funcall::<_, _, Value>("new", (code, ruby.str_new(message))) {
+        Ok(exception) => Error::from(magnus::Exception::from_value(exception).expect("an Exception subclass's new")),
+        Err(e) => e,
+    }
+}
+
+/// `Thrift::ProtocolException.new(code, message)`.
+pub fn protocol(code: i64, message: &str) -> Error {
+    new_exception(thrift().protocol_exception, code, message)
+}
+
+/// `Thrift::TransportException.new(NEGATIVE_SIZE, "Negative size")` (code 5 on thrift 0.14, which lacks the constant).
+pub fn transport_negative_size() -> Error {
+    new_exception(thrift().transport_exception, thrift().transport_negative_size, "Negative size")
+}
+
+pub fn negative_size() -> Error {
+    protocol(thrift().codes.negative_size, "Negative size")
+}
+
+pub fn eof(ruby: &Ruby) -> Error {
+    Error::new(ruby.exception_eof_error(), MEMORY_BUFFER_EOF)
+}
+
+/// `StandardError "nil argument not allowed!"` (the class is exactly StandardError).
+pub fn nil_argument(ruby: &Ruby) -> Error {
+    Error::new(ruby.exception_standard_error(), "nil argument not allowed!")
+}
+
+pub fn integer_expected(ruby: &Ruby) -> Error {
+    Error::new(ruby.exception_type_error(), "integer argument expected")
+}
+
+pub fn out_of_bounds(ruby: &Ruby) -> Error {
+    Error::new(ruby.exception_range_error(), "integer out of bounds")
+}
+
+pub fn new_error(class: ExceptionClass, message: String) -> Error {
+    Error::new(class, message)
+}
+
+/// Maps a core error to the exception the C accelerator raises for it.
+pub fn from_core(ruby: &Ruby, error: CoreError) -> Error {
+    match error {
+        CoreError::Eof { .. } => eof(ruby),
+        CoreError::NegativeSize => negative_size(),
+        CoreError::InvalidUuid => protocol(thrift().codes.invalid_data, "Invalid UUID format"),
+    }
+}

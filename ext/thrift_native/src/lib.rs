@@ -1,0 +1,44 @@
+//! thrift_native: a Rust drop-in for Apache Thrift's C accelerator.
+//!
+//! `Init_thrift_native` probes the loaded thrift library, then lets each file define its Ruby class's methods.
+//! Nothing but a LoadError leaves Init: thrift's own `thrift/thrift_native.rb` rescues only LoadError.
+
+mod binary_protocol;
+mod bytes;
+mod errors;
+mod memory_buffer;
+mod rb;
+mod registry;
+mod thrift;
+mod transport;
+
+use magnus::{method, prelude::*, Error, RModule, Ruby, Value};
+
+/// Called by lib/thrift_native.rb when Ruby code redefines, removes or prepends over a method of a class whose
+/// fast path depends on it.
+fn method_changed(_rb_self: Value, class: Value, name: String) {
+    if class.as_raw() == thrift::thrift().memory_buffer {
+        memory_buffer::method_changed(&name);
+    }
+}
+
+fn define_everything(ruby: &Ruby, namespace: RModule) -> Result<(), Error> {
+    thrift::probe(ruby)?;
+    registry::start(ruby, namespace)?;
+    let defined = binary_protocol::init(ruby).and_then(|_| memory_buffer::init(ruby));
+    registry::finish();
+    defined?;
+    namespace.define_singleton_method("method_changed", method!(method_changed, 2))?;
+    Ok(())
+}
+
+use magnus::rb_sys::AsRawValue;
+
+#[magnus::init(name = "thrift_native")]
+fn init(ruby: &Ruby) -> Result<(), Error> {
+    let namespace = ruby.define_module("ThriftNative")?;
+    define_everything(ruby, namespace).map_err(|e| {
+        let message = format!("thrift_native could not load: the thrift library is missing or unusable ({e})");
+        Error::new(ruby.exception_load_error(), message)
+    })
+}

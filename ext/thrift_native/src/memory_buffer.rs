@@ -1,0 +1,273 @@
+//! `Thrift::MemoryBufferTransport`: native `write`, `read`, `read_all`, `read_byte`, `read_into_buffer`, and the
+//! direct buffer access that the protocols' fast path uses.
+//!
+//! The state stays in the Ruby ivars `@buf` (a BINARY String) and `@index` (an Integer), because the Ruby methods
+//! that remain (`available`, `peek`, `reset_buffer`, `initialize`) read and write them.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use magnus::rb_sys::{protect, AsRawValue, FromRawValue};
+use magnus::{Error, RClass, RString, Ruby, TryConvert, Value};
+use rb_sys::VALUE;
+
+use crate::thrift::{ids, thrift};
+use crate::{bytes, errors, rb, registry};
+
+/// The methods this file defines; redefining any of them on the class turns the fast path off.
+pub const NATIVE_METHODS: [&str; 5] = ["write", "read", "read_all", "read_byte", "read_into_buffer"];
+
+/// False once Ruby code has redefined (or removed) one of the native methods on MemoryBufferTransport itself:
+/// from then on the protocols call the transport's methods, as the C accelerator always does.
+static METHODS_ARE_NATIVE: AtomicBool = AtomicBool::new(true);
+
+pub fn method_changed(name: &str) {
+    if NATIVE_METHODS.contains(&name) {
+        METHODS_ARE_NATIVE.store(false, Ordering::Relaxed);
+    }
+}
+
+/// True when `trans` is exactly a MemoryBufferTransport (no subclass, no singleton class) whose methods are ours,
+/// so that working on its buffer directly is indistinguishable from calling them.
+#[inline(always)]
+fn is_plain(trans: VALUE) -> bool {
+    rb::is_exact_instance(trans, thrift().memory_buffer) && METHODS_ARE_NATIVE.load(Ordering::Relaxed)
+}
+
+/// A plain MemoryBufferTransport's String buffer, for appending to it.
+#[inline(always)]
+pub fn plain_write_buffer(trans: VALUE) -> Option<VALUE> {
+    if !is_plain(trans) {
+        return None;
+    }
+    let buf = rb::ivar_get(trans, ids().buf);
+    rb::is_string(buf).then_some(buf)
+}
+
+/// A reading position in a MemoryBufferTransport: `@buf` and `@index`, read once, written back on each consume.
+pub struct MemoryBuffer {
+    trans: VALUE,
+    buf: VALUE,
+    index: usize,
+    len: usize,
+    /// A frozen transport raises FrozenError when consuming, as `rb_ivar_set` does in the C accelerator.
+    frozen: bool,
+}
+
+impl MemoryBuffer {
+    /// The protocols' fast path: `trans` is a plain MemoryBufferTransport, not frozen, with a String `@buf` and a
+    /// non-negative Fixnum `@index`. Otherwise None, and the caller dispatches to the transport's methods.
+    #[inline(always)]
+    pub fn plain(trans: VALUE) -> Option<Self> {
+        if !is_plain(trans) || rb::is_frozen(trans) {
+            return None;
+        }
+        let ids = ids();
+        let buf = rb::ivar_get(trans, ids.buf);
+        if !rb::is_string(buf) {
+            return None;
+        }
+        let index = rb::fixnum_value(rb::ivar_get(trans, ids.index))?;
+        Some(Self::at(trans, buf, usize::try_from(index).ok()?))
+    }
+
+    /// The native methods' view of any transport object (a subclass too): type errors as Ruby raises them.
+    fn of(trans: VALUE) -> Result<Self, Error> {
+        let ids = ids();
+        // SAFETY: ivar values are live Ruby objects.
+        let buf = unsafe { Value::from_raw(rb::ivar_get(trans, ids.buf)) };
+        let buf = RString::try_convert(buf)?.as_raw();
+        let index = unsafe { Value::from_raw(rb::ivar_get(trans, ids.index)) };
+        let index = i64::try_convert(index)?;
+        let mut mb = Self::at(trans, buf, usize::try_from(index).unwrap_or(usize::MAX));
+        mb.frozen = rb::is_frozen(trans);
+        Ok(mb)
+    }
+
+    fn at(trans: VALUE, buf: VALUE, index: usize) -> Self {
+        // SAFETY: `buf` is a String.
+        let len = unsafe { rb::str_len(buf) };
+        MemoryBuffer { trans, buf, index: index.min(len), len, frozen: false }
+    }
+
+    #[inline(always)]
+    pub fn available(&self) -> usize {
+        self.len - self.index
+    }
+
+    #[inline(always)]
+    fn bytes(&self) -> &[u8] {
+        // SAFETY: `buf` is a String, and every caller drops the slice before calling into Ruby.
+        unsafe { rb::str_bytes(self.buf) }
+    }
+
+    /// Moves past `n` bytes, dropping the consumed front of the buffer once the index passes
+    /// GARBAGE_BUFFER_SIZE (a shared substring, as the C accelerator does, so no bytes are copied).
+    #[inline(always)]
+    fn advance(&mut self, n: usize) -> Result<(), Error> {
+        self.index += n;
+        if self.index >= thrift().garbage_buffer_size && !self.frozen {
+            self.buf = rb::str_subseq(self.buf, self.index, self.len - self.index);
+            self.len -= self.index;
+            self.index = 0;
+            rb::ivar_set_unfrozen(self.trans, ids().buf, self.buf);
+        }
+        self.store_index()
+    }
+
+    #[inline(always)]
+    fn store_index(&self) -> Result<(), Error> {
+        let index = rb::integer(self.index as i64);
+        if self.frozen {
+            return rb::ivar_set(self.trans, ids().index, index);
+        }
+        rb::ivar_set_unfrozen(self.trans, ids().index, index);
+        Ok(())
+    }
+
+    /// `read_into_buffer` semantics: on a short buffer the remaining bytes are consumed, then EOFError.
+    #[inline(always)]
+    pub fn read_array<const N: usize>(&mut self, ruby: &Ruby) -> Result<[u8; N], Error> {
+        if self.available() < N {
+            self.index = self.len;
+            self.store_index()?;
+            return Err(errors::eof(ruby));
+        }
+        let mut out = [0u8; N];
+        out.copy_from_slice(&self.bytes()[self.index..self.index + N]);
+        self.advance(N)?;
+        Ok(out)
+    }
+
+    /// `read_byte` semantics: the unsigned byte; at the end EOFError with nothing changed.
+    #[inline(always)]
+    pub fn read_byte(&mut self, ruby: &Ruby) -> Result<u8, Error> {
+        if self.available() == 0 {
+            return Err(errors::eof(ruby));
+        }
+        let b = self.bytes()[self.index];
+        self.advance(1)?;
+        Ok(b)
+    }
+
+    /// `read_all` semantics: exactly `n` bytes into a new BINARY String, or EOFError with nothing consumed.
+    #[inline(always)]
+    pub fn read_all(&mut self, ruby: &Ruby, n: usize) -> Result<VALUE, Error> {
+        self.read_with(ruby, n, rb::binary_string)
+    }
+
+    /// Consumes exactly `n` bytes, handing them to `make` (which must not call Ruby code other than allocating the
+    /// object it returns), or EOFError with nothing consumed.
+    #[inline(always)]
+    pub fn read_with(&mut self, ruby: &Ruby, n: usize, make: impl FnOnce(&[u8]) -> VALUE) -> Result<VALUE, Error> {
+        if n > self.available() {
+            return Err(errors::eof(ruby));
+        }
+        let value = make(&self.bytes()[self.index..self.index + n]);
+        self.advance(n)?;
+        Ok(value)
+    }
+}
+
+fn raw(v: Value) -> VALUE {
+    v.as_raw()
+}
+
+fn value(v: VALUE) -> Value {
+    // SAFETY: every VALUE passed here is a live Ruby object on the stack.
+    unsafe { Value::from_raw(v) }
+}
+
+/// `NUM2LL`: Integers, Floats (truncated) and objects with `to_int`; TypeError for nil.
+fn num2ll(v: Value) -> Result<i64, Error> {
+    i64::try_convert(v)
+}
+
+fn write(_ruby: &Ruby, rb_self: Value, data: Value) -> Result<(), Error> {
+    let data = RString::try_convert(value(bytes::force_binary_encoding(raw(data))?))?;
+    let buf = RString::try_convert(value(rb::ivar_get(raw(rb_self), ids().buf)))?;
+    rb::str_cat_str(buf.as_raw(), data.as_raw())
+}
+
+fn read(ruby: &Ruby, rb_self: Value, length: Value) -> Result<Value, Error> {
+    let length = num2ll(length)?;
+    if length < 0 {
+        return Err(errors::transport_negative_size());
+    }
+    let mut mb = MemoryBuffer::of(raw(rb_self))?;
+    let n = (length as u64).min(mb.available() as u64) as usize;
+    let data = mb.read_with(ruby, n, rb::binary_string)?;
+    if (n as i64) < length {
+        return Err(errors::eof(ruby));
+    }
+    Ok(value(data))
+}
+
+fn read_all(ruby: &Ruby, rb_self: Value, size: Value) -> Result<Value, Error> {
+    let size = num2ll(size)?;
+    if size < 0 {
+        return Err(errors::transport_negative_size());
+    }
+    let mut mb = MemoryBuffer::of(raw(rb_self))?;
+    let n = usize::try_from(size).map_err(|_| errors::eof(ruby))?;
+    mb.read_all(ruby, n).map(value)
+}
+
+fn read_byte(ruby: &Ruby, rb_self: Value) -> Result<u8, Error> {
+    MemoryBuffer::of(raw(rb_self))?.read_byte(ruby)
+}
+
+fn read_into_buffer(ruby: &Ruby, rb_self: Value, buffer: Value, size: Value) -> Result<i64, Error> {
+    let size = i32::try_convert(size)?;
+    if size <= 0 {
+        return Ok(0);
+    }
+    let size = size as usize;
+    let mut mb = MemoryBuffer::of(raw(rb_self))?;
+    if mb.available() == 0 {
+        return Err(errors::eof(ruby));
+    }
+    let buffer = RString::try_convert(buffer)?.as_raw();
+    // SAFETY: `buffer` is a String.
+    let capacity = unsafe { rb::str_len(buffer) };
+    if capacity == 0 {
+        return Err(Error::new(ruby.exception_index_error(), "index 0 out of string"));
+    }
+    // SAFETY: protected; rb_str_modify raises FrozenError for a frozen buffer and unshares a shared one.
+    protect(|| unsafe {
+        rb_sys::rb_str_modify(buffer);
+        rb::QNIL
+    })?;
+    let copied = size.min(mb.available()).min(capacity);
+    // SAFETY: `buffer` was made independent and writable by rb_str_modify and holds `capacity` >= `copied` bytes;
+    // the source may be the same String, so the copy tolerates overlap. Nothing calls Ruby meanwhile.
+    unsafe {
+        let src = rb::str_bytes(mb.buf).as_ptr().add(mb.index);
+        let dst = rb::str_bytes(buffer).as_ptr() as *mut u8;
+        std::ptr::copy(src, dst, copied);
+    }
+    if copied < size {
+        // As the C loop, which checks the input before the buffer at each byte: the bytes copied so far stay
+        // consumed, with no compaction.
+        let avail = mb.available();
+        mb.index += copied;
+        mb.store_index()?;
+        return Err(if avail <= capacity {
+            errors::eof(ruby)
+        } else {
+            Error::new(ruby.exception_index_error(), format!("index {capacity} out of string"))
+        });
+    }
+    mb.advance(copied)?;
+    Ok(copied as i64)
+}
+
+pub fn init(ruby: &Ruby) -> Result<(), Error> {
+    let class = value(thrift().memory_buffer);
+    let class = RClass::from_value(class).expect("MemoryBufferTransport is a class");
+    registry::define_method(ruby, class, "write", magnus::method!(write, 1))?;
+    registry::define_method(ruby, class, "read", magnus::method!(read, 1))?;
+    registry::define_method(ruby, class, "read_all", magnus::method!(read_all, 1))?;
+    registry::define_method(ruby, class, "read_byte", magnus::method!(read_byte, 0))?;
+    registry::define_method(ruby, class, "read_into_buffer", magnus::method!(read_into_buffer, 2))?;
+    Ok(())
+}

@@ -1,0 +1,194 @@
+//! Thin, allocation-free wrappers over the Ruby C API for the hot paths.
+//!
+//! Only functions that cannot raise are called raw here; anything that can raise goes through `magnus::rb_sys::protect`
+//! so that no Ruby exception jumps over Rust frames.
+
+use magnus::rb_sys::protect;
+use magnus::Error;
+use rb_sys::stable_api::{get_default, StableApiDefinition};
+use rb_sys::{ruby_value_type, ID, VALUE};
+
+pub const QNIL: VALUE = rb_sys::special_consts::Qnil as VALUE;
+pub const QTRUE: VALUE = rb_sys::special_consts::Qtrue as VALUE;
+pub const QFALSE: VALUE = rb_sys::special_consts::Qfalse as VALUE;
+
+#[inline(always)]
+pub fn ivar_get(obj: VALUE, id: ID) -> VALUE {
+    // SAFETY: rb_ivar_get never raises; on an object without the ivar (or an immediate) it returns nil.
+    unsafe { rb_sys::rb_ivar_get(obj, id) }
+}
+
+/// Sets an ivar on an object already known not to be frozen (the only way `rb_ivar_set` raises).
+#[inline(always)]
+pub fn ivar_set_unfrozen(obj: VALUE, id: ID, value: VALUE) {
+    debug_assert!(!is_frozen(obj));
+    // SAFETY: the caller checked that `obj` is a heap object that is not frozen, so rb_ivar_set cannot raise.
+    unsafe {
+        rb_sys::rb_ivar_set(obj, id, value);
+    }
+}
+
+/// Sets an ivar, raising FrozenError as Ruby would for a frozen object.
+pub fn ivar_set(obj: VALUE, id: ID, value: VALUE) -> Result<(), Error> {
+    // SAFETY: protect catches the FrozenError that rb_ivar_set may raise.
+    protect(|| unsafe { rb_sys::rb_ivar_set(obj, id, value) }).map(|_| ())
+}
+
+#[inline(always)]
+pub fn is_special_const(v: VALUE) -> bool {
+    get_default().special_const_p(v)
+}
+
+#[inline(always)]
+pub fn is_nil(v: VALUE) -> bool {
+    v == QNIL
+}
+
+/// RTEST: anything but nil and false.
+#[inline(always)]
+pub fn truthy(v: VALUE) -> bool {
+    get_default().rb_test(v)
+}
+
+#[inline(always)]
+pub fn builtin_type(v: VALUE) -> Option<ruby_value_type> {
+    if is_special_const(v) {
+        None
+    } else {
+        // SAFETY: `v` is a heap object, so its RBasic header can be read.
+        Some(unsafe { get_default().builtin_type(v) })
+    }
+}
+
+#[inline(always)]
+pub fn is_string(v: VALUE) -> bool {
+    builtin_type(v) == Some(ruby_value_type::RUBY_T_STRING)
+}
+
+/// The object's class, without skipping a singleton class: a stubbed object answers its singleton class.
+#[inline(always)]
+pub fn heap_class(v: VALUE) -> Option<VALUE> {
+    if is_special_const(v) {
+        return None;
+    }
+    // SAFETY: `v` is a heap object; RBasic.klass is its (possibly singleton) class, or null for hidden objects.
+    // rbasic_class hands the klass VALUE back disguised as a pointer.
+    unsafe { get_default().rbasic_class(v) }.map(|k| k.as_ptr() as VALUE)
+}
+
+/// True when `v` is an instance of exactly `klass`: not a subclass, no singleton class.
+#[inline(always)]
+pub fn is_exact_instance(v: VALUE, klass: VALUE) -> bool {
+    heap_class(v) == Some(klass)
+}
+
+#[inline(always)]
+pub fn is_frozen(v: VALUE) -> bool {
+    // SAFETY: frozen_p reads the flags of heap objects and answers true for immediates.
+    unsafe { get_default().frozen_p(v) }
+}
+
+#[inline(always)]
+pub fn fixnum_value(v: VALUE) -> Option<i64> {
+    let api = get_default();
+    if api.fixnum_p(v) {
+        Some(api.fix2long(v) as i64)
+    } else {
+        None
+    }
+}
+
+#[inline(always)]
+pub fn is_integer(v: VALUE) -> bool {
+    // SAFETY: integer_type_p checks the immediate tag before reading a heap header.
+    unsafe { get_default().integer_type_p(v) }
+}
+
+/// An Integer for `n`: a Fixnum (no allocation) when it fits, else a Bignum.
+#[inline(always)]
+pub fn integer(n: i64) -> VALUE {
+    let api = get_default();
+    if api.fixable(n as _) {
+        api.long2fix(n as _)
+    } else {
+        // SAFETY: rb_ll2inum only allocates; it does not raise.
+        unsafe { rb_sys::rb_ll2inum(n) }
+    }
+}
+
+/// A Float: a flonum (no allocation) when the value allows, as the C accelerator's DBL2NUM.
+#[inline(always)]
+pub fn float(f: f64) -> VALUE {
+    get_default().dbl2num(f)
+}
+
+/// The bytes of a String. The slice must be dropped before anything can run Ruby code, allocate or raise.
+///
+/// # Safety
+/// `s` must be a String (T_STRING).
+#[inline(always)]
+pub unsafe fn str_bytes<'a>(s: VALUE) -> &'a [u8] {
+    let api = get_default();
+    let len = api.rstring_len(s) as usize;
+    if len == 0 {
+        return &[];
+    }
+    std::slice::from_raw_parts(api.rstring_ptr(s) as *const u8, len)
+}
+
+/// # Safety
+/// `s` must be a String (T_STRING).
+#[inline(always)]
+pub unsafe fn str_len(s: VALUE) -> usize {
+    get_default().rstring_len(s) as usize
+}
+
+/// A new ASCII-8BIT String holding a copy of `bytes`.
+#[inline(always)]
+pub fn binary_string(bytes: &[u8]) -> VALUE {
+    // SAFETY: rb_str_new copies `bytes`; it allocates but does not raise for lengths that fit in memory.
+    unsafe { rb_sys::rb_str_new(bytes.as_ptr() as *const _, bytes.len() as _) }
+}
+
+/// A new UTF-8 String holding a copy of `bytes` (not validated, as Thrift's `convert_to_string`).
+#[inline(always)]
+pub fn utf8_string(bytes: &[u8]) -> VALUE {
+    // SAFETY: as binary_string; rb_utf8_str_new only tags the copy with UTF-8.
+    unsafe { rb_sys::rb_utf8_str_new(bytes.as_ptr() as *const _, bytes.len() as _) }
+}
+
+/// Appends raw bytes to a String, whatever its encoding (as `rb_str_buf_cat`). Raises FrozenError as Ruby does.
+#[inline(always)]
+pub fn str_cat(s: VALUE, bytes: &[u8]) -> Result<(), Error> {
+    // SAFETY: protect catches FrozenError (and the "temporarily locked" RuntimeError); `bytes` stays valid for the
+    // call: it is either Rust memory or another String that rb_str_cat does not free.
+    protect(|| unsafe { rb_sys::rb_str_cat(s, bytes.as_ptr() as *const _, bytes.len() as _) }).map(|_| ())
+}
+
+/// Appends the bytes of String `src` to String `dst` (which may be the same object).
+pub fn str_cat_str(dst: VALUE, src: VALUE) -> Result<(), Error> {
+    // SAFETY: rb_str_cat copes with a source pointer inside the destination (it re-bases it after growing); the
+    // pointer is read inside the protected call, after which nothing holds it.
+    protect(|| unsafe {
+        let api = get_default();
+        rb_sys::rb_str_cat(dst, api.rstring_ptr(src), api.rstring_len(src))
+    })
+    .map(|_| ())
+}
+
+/// `str[start, len]` as a shared substring (no copy of the bytes), as `rb_str_subseq`.
+pub fn str_subseq(s: VALUE, start: usize, len: usize) -> VALUE {
+    // SAFETY: rb_str_subseq allocates, it does not raise; start + len is within the String (callers check).
+    unsafe { rb_sys::rb_str_subseq(s, start as _, len as _) }
+}
+
+pub fn intern(name: &str) -> ID {
+    // SAFETY: rb_intern2 interns a static symbol for the given bytes; it does not raise for valid lengths.
+    unsafe { rb_sys::rb_intern2(name.as_ptr() as *const _, name.len() as _) }
+}
+
+/// Keeps `v` alive and unmoved for the life of the process (for cached classes and constants).
+pub fn pin_forever(v: VALUE) {
+    // SAFETY: rb_gc_register_mark_object only records `v` in a GC root list.
+    unsafe { rb_sys::rb_gc_register_mark_object(v) }
+}

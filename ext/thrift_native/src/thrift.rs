@@ -1,0 +1,177 @@
+//! What the loaded thrift library provides, probed once at load time and cached (GC-pinned).
+//!
+//! thrift 0.14 (Debian's) lacks `Types::UUID`, `DEFAULT_RECURSION_DEPTH` and `TransportException::NEGATIVE_SIZE`;
+//! newer versions have them. Probing never raises anything but the LoadError built in `lib.rs`.
+
+use std::sync::OnceLock;
+
+use magnus::rb_sys::AsRawValue;
+use magnus::value::ReprValue;
+use magnus::{Error, Module, RClass, RModule, Ruby, Value};
+use rb_sys::{ID, VALUE};
+
+use crate::rb;
+
+/// Values used in place of constants that thrift 0.14 does not define.
+pub const FALLBACK_UUID_TYPE: i64 = 16;
+pub const FALLBACK_RECURSION_DEPTH: i64 = 64;
+pub const FALLBACK_TRANSPORT_NEGATIVE_SIZE: i64 = 5;
+
+/// ProtocolException type codes (identical in every supported thrift).
+#[derive(Debug, Clone, Copy)]
+pub struct ProtocolErrorCodes {
+    pub invalid_data: i64,
+    pub negative_size: i64,
+    pub size_limit: i64,
+    pub bad_version: i64,
+    pub depth_limit: i64,
+}
+
+#[derive(Debug)]
+pub struct Thrift {
+    pub module: VALUE,
+    pub bytes: VALUE,
+    pub memory_buffer: VALUE,
+    pub binary_protocol: VALUE,
+    pub protocol_exception: VALUE,
+    pub transport_exception: VALUE,
+    pub codes: ProtocolErrorCodes,
+    pub transport_negative_size: i64,
+    pub garbage_buffer_size: usize,
+    pub version_1: i64,
+    pub version_mask: i64,
+    pub type_mask: i64,
+    /// `Types::UUID` when the library defines it, else 16.
+    pub uuid_type: i64,
+    pub has_uuid_type: bool,
+    /// `Thrift::DEFAULT_RECURSION_DEPTH` when defined, else 64.
+    pub default_recursion_depth: i64,
+}
+
+// SAFETY: the VALUEs are pinned classes and modules that live as long as the process; they are only used while
+// holding the GVL.
+unsafe impl Send for Thrift {}
+unsafe impl Sync for Thrift {}
+
+/// Interned method and ivar names.
+#[derive(Debug)]
+pub struct Ids {
+    pub trans: ID,
+    pub buf: ID,
+    pub index: ID,
+    pub rbuf: ID,
+    pub strict_read: ID,
+    pub strict_write: ID,
+    pub reset_message_size_ivar: ID,
+    pub reset_message_size: ID,
+    pub write: ID,
+    pub read_byte: ID,
+    pub read_into_buffer: ID,
+    pub read_all: ID,
+    pub force_binary_encoding: ID,
+    pub convert_to_utf8_byte_buffer: ID,
+    pub convert_to_string: ID,
+}
+
+static THRIFT: OnceLock<Thrift> = OnceLock::new();
+static IDS: OnceLock<Ids> = OnceLock::new();
+
+#[inline(always)]
+pub fn thrift() -> &'static Thrift {
+    THRIFT.get().expect("thrift_native is initialised before any of its methods can run")
+}
+
+#[inline(always)]
+pub fn ids() -> &'static Ids {
+    IDS.get().expect("thrift_native is initialised before any of its methods can run")
+}
+
+fn const_value(scope: impl Module, name: &str) -> Result<Value, Error> {
+    scope.const_get::<_, Value>(name)
+}
+
+fn optional_integer(ruby: &Ruby, scope: impl Module + Copy, name: &str, fallback: i64) -> Result<(i64, bool), Error> {
+    let defined: bool = scope.as_value().funcall("const_defined?", (ruby.to_symbol(name), false))?;
+    if defined {
+        Ok((scope.const_get::<_, i64>(name)?, true))
+    } else {
+        Ok((fallback, false))
+    }
+}
+
+fn pinned(v: impl ReprValue) -> VALUE {
+    let raw = v.as_value().as_raw();
+    rb::pin_forever(raw);
+    raw
+}
+
+/// Probes the loaded thrift library. Any error here becomes the LoadError raised by `init`.
+pub fn probe(ruby: &Ruby) -> Result<&'static Thrift, Error> {
+    let module: RModule = ruby.class_object().const_get("Thrift")?;
+    let types: RModule = module.const_get("Types")?;
+    let protocol_exception: RClass = module.const_get("ProtocolException")?;
+    let transport_exception: RClass = module.const_get("TransportException")?;
+    let memory_buffer: RClass = module.const_get("MemoryBufferTransport")?;
+    let binary_protocol: RClass = module.const_get("BinaryProtocol")?;
+    let bytes: RModule = module.const_get("Bytes")?;
+    // Thrift::Struct and Thrift::Union must exist for the library to be usable, though this slice does not use them.
+    const_value(module, "Struct")?;
+    const_value(module, "Union")?;
+
+    let code = |name: &str| protocol_exception.const_get::<_, i64>(name);
+    let codes = ProtocolErrorCodes {
+        invalid_data: code("INVALID_DATA")?,
+        negative_size: code("NEGATIVE_SIZE")?,
+        size_limit: code("SIZE_LIMIT")?,
+        bad_version: code("BAD_VERSION")?,
+        depth_limit: code("DEPTH_LIMIT")?,
+    };
+    let (uuid_type, has_uuid_type) = optional_integer(ruby, types, "UUID", FALLBACK_UUID_TYPE)?;
+    let (default_recursion_depth, _) =
+        optional_integer(ruby, module, "DEFAULT_RECURSION_DEPTH", FALLBACK_RECURSION_DEPTH)?;
+    let (transport_negative_size, _) =
+        optional_integer(ruby, transport_exception, "NEGATIVE_SIZE", FALLBACK_TRANSPORT_NEGATIVE_SIZE)?;
+    let garbage_buffer_size: i64 = memory_buffer.const_get("GARBAGE_BUFFER_SIZE")?;
+
+    let found = Thrift {
+        module: pinned(module),
+        bytes: pinned(bytes),
+        memory_buffer: pinned(memory_buffer),
+        binary_protocol: pinned(binary_protocol),
+        protocol_exception: pinned(protocol_exception),
+        transport_exception: pinned(transport_exception),
+        codes,
+        transport_negative_size,
+        garbage_buffer_size: usize::try_from(garbage_buffer_size).unwrap_or(4096),
+        version_1: binary_protocol.const_get("VERSION_1")?,
+        version_mask: binary_protocol.const_get("VERSION_MASK")?,
+        type_mask: binary_protocol.const_get("TYPE_MASK")?,
+        uuid_type,
+        has_uuid_type,
+        default_recursion_depth,
+    };
+    let _ = IDS.set(intern_ids());
+    let _ = THRIFT.set(found);
+    Ok(thrift())
+}
+
+fn intern_ids() -> Ids {
+    let id = rb::intern;
+    Ids {
+        trans: id("@trans"),
+        buf: id("@buf"),
+        index: id("@index"),
+        rbuf: id("@rbuf"),
+        strict_read: id("@strict_read"),
+        strict_write: id("@strict_write"),
+        reset_message_size_ivar: id("@reset_message_size"),
+        reset_message_size: id("reset_message_size"),
+        write: id("write"),
+        read_byte: id("read_byte"),
+        read_into_buffer: id("read_into_buffer"),
+        read_all: id("read_all"),
+        force_binary_encoding: id("force_binary_encoding"),
+        convert_to_utf8_byte_buffer: id("convert_to_utf8_byte_buffer"),
+        convert_to_string: id("convert_to_string"),
+    }
+}

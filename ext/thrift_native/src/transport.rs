@@ -1,0 +1,129 @@
+//! How a protocol reaches its transport: straight into a plain MemoryBufferTransport's buffer (the fast path), or
+//! through the transport's Ruby methods exactly as the C accelerator calls them (the dispatch path).
+
+use magnus::prelude::*;
+use magnus::rb_sys::{AsRawValue, FromRawValue};
+use magnus::{Error, Ruby, TryConvert, Value};
+use rb_sys::VALUE;
+
+use crate::memory_buffer::{self, MemoryBuffer};
+use crate::thrift::ids;
+use crate::{bytes, rb};
+
+pub fn value(v: VALUE) -> Value {
+    // SAFETY: every VALUE passed here is a live Ruby object held on the stack or by a pinned root.
+    unsafe { Value::from_raw(v) }
+}
+
+pub fn method_id(id: rb_sys::ID) -> magnus::value::Id {
+    // SAFETY: the ID was interned at load time and names a static symbol.
+    unsafe { <magnus::value::Id as magnus::rb_sys::FromRawId>::from_raw(id) }
+}
+
+/// Where a protocol's reads come from.
+pub enum Input {
+    Buffer(MemoryBuffer),
+    Transport { trans: VALUE, protocol: VALUE },
+}
+
+impl Input {
+    /// Decided once per protocol call: nothing between here and the end of the call runs Ruby code on the fast path.
+    #[inline(always)]
+    pub fn of(protocol: VALUE) -> Input {
+        let trans = rb::ivar_get(protocol, ids().trans);
+        match MemoryBuffer::plain(trans) {
+            Some(mb) => Input::Buffer(mb),
+            None => Input::Transport { trans, protocol },
+        }
+    }
+
+    /// N bytes, as `trans.read_into_buffer(@rbuf, N)` followed by a look at `@rbuf`'s first N bytes.
+    #[inline(always)]
+    pub fn read_array<const N: usize>(&mut self, ruby: &Ruby) -> Result<[u8; N], Error> {
+        match self {
+            Input::Buffer(mb) => mb.read_array(ruby),
+            Input::Transport { trans, protocol } => {
+                let rbuf = rb::ivar_get(*protocol, ids().rbuf);
+                value(*trans).funcall::<_, _, Value>(method_id(ids().read_into_buffer), (value(rbuf), N as i64))?;
+                // As the C accelerator, the length is not re-checked; bytes a short @rbuf lacks read as zero.
+                let mut out = [0u8; N];
+                if rb::is_string(rbuf) {
+                    // SAFETY: `rbuf` is a String; the slice is dropped before any Ruby call.
+                    let have = unsafe { rb::str_bytes(rbuf) };
+                    let n = have.len().min(N);
+                    out[..n].copy_from_slice(&have[..n]);
+                }
+                Ok(out)
+            }
+        }
+    }
+
+    /// A signed byte, as `(char)FIX2INT(trans.read_byte)`.
+    #[inline(always)]
+    pub fn read_byte(&mut self, ruby: &Ruby) -> Result<i8, Error> {
+        match self {
+            Input::Buffer(mb) => mb.read_byte(ruby).map(|b| b as i8),
+            Input::Transport { trans, .. } => {
+                let b: Value = value(*trans).funcall(method_id(ids().read_byte), ())?;
+                Ok(i64::try_convert(b)? as i8)
+            }
+        }
+    }
+
+    /// `trans.read_all(n)`: a BINARY String of n bytes.
+    pub fn read_all(&mut self, ruby: &Ruby, n: usize) -> Result<VALUE, Error> {
+        match self {
+            Input::Buffer(mb) => mb.read_all(ruby, n),
+            Input::Transport { trans, .. } => {
+                value(*trans).funcall::<_, _, Value>(method_id(ids().read_all), (n as i64,)).map(|v| v.as_raw())
+            }
+        }
+    }
+
+    /// `Bytes.convert_to_string(trans.read_all(n))`; on the fast path the UTF-8 String is made directly.
+    pub fn read_utf8(&mut self, ruby: &Ruby, n: usize) -> Result<VALUE, Error> {
+        match self {
+            Input::Buffer(mb) => mb.read_with(ruby, n, rb::utf8_string),
+            Input::Transport { .. } => bytes::convert_to_string(self.read_all(ruby, n)?),
+        }
+    }
+}
+
+/// Where a protocol's writes go.
+pub enum Output {
+    Buffer(VALUE),
+    Transport(VALUE),
+}
+
+impl Output {
+    #[inline(always)]
+    pub fn of(protocol: VALUE) -> Output {
+        let trans = rb::ivar_get(protocol, ids().trans);
+        match memory_buffer::plain_write_buffer(trans) {
+            Some(buf) => Output::Buffer(buf),
+            None => Output::Transport(trans),
+        }
+    }
+
+    /// Appends the bytes, or `trans.write(fresh BINARY String)`.
+    #[inline(always)]
+    pub fn write(&self, bytes: &[u8]) -> Result<(), Error> {
+        match *self {
+            Output::Buffer(buf) => rb::str_cat(buf, bytes),
+            Output::Transport(trans) => {
+                let s = value(rb::binary_string(bytes));
+                value(trans).funcall::<_, _, Value>(method_id(ids().write), (s,)).map(|_| ())
+            }
+        }
+    }
+
+    /// Appends a String's bytes, or `trans.write(s)` with that very object.
+    pub fn write_string_object(&self, s: VALUE) -> Result<(), Error> {
+        match *self {
+            Output::Buffer(buf) => rb::str_cat_str(buf, s),
+            Output::Transport(trans) => {
+                value(trans).funcall::<_, _, Value>(method_id(ids().write), (value(s),)).map(|_| ())
+            }
+        }
+    }
+}

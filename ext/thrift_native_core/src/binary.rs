@@ -1,0 +1,162 @@
+//! Thrift's binary encoding: fixed-width big-endian integers and doubles, i32-length-prefixed bytes.
+
+use byteorder::{BigEndian, ByteOrder};
+
+use crate::CoreError;
+
+/// A cursor over bytes that have been received but not yet consumed.
+#[derive(Debug, Clone, Copy)]
+pub struct Reader<'a> {
+    bytes: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Reader<'a> {
+    pub fn new(bytes: &'a [u8], pos: usize) -> Self {
+        Reader { bytes, pos: pos.min(bytes.len()) }
+    }
+
+    /// How far into the bytes the next read starts.
+    pub fn position(&self) -> usize {
+        self.pos
+    }
+
+    pub fn remaining(&self) -> usize {
+        self.bytes.len() - self.pos
+    }
+
+    /// The next `n` bytes, consumed; on a short input nothing is consumed.
+    pub fn take(&mut self, n: usize) -> Result<&'a [u8], CoreError> {
+        if n > self.remaining() {
+            return Err(CoreError::Eof { needed: n, available: self.remaining() });
+        }
+        let slice = &self.bytes[self.pos..self.pos + n];
+        self.pos += n;
+        Ok(slice)
+    }
+
+    pub fn read_array<const N: usize>(&mut self) -> Result<[u8; N], CoreError> {
+        let mut out = [0u8; N];
+        out.copy_from_slice(self.take(N)?);
+        Ok(out)
+    }
+
+    pub fn read_i8(&mut self) -> Result<i8, CoreError> {
+        Ok(self.take(1)?[0] as i8)
+    }
+
+    pub fn read_i16(&mut self) -> Result<i16, CoreError> {
+        Ok(BigEndian::read_i16(self.take(2)?))
+    }
+
+    pub fn read_i32(&mut self) -> Result<i32, CoreError> {
+        Ok(BigEndian::read_i32(self.take(4)?))
+    }
+
+    pub fn read_i64(&mut self) -> Result<i64, CoreError> {
+        Ok(BigEndian::read_i64(self.take(8)?))
+    }
+
+    pub fn read_double(&mut self) -> Result<f64, CoreError> {
+        Ok(BigEndian::read_f64(self.take(8)?))
+    }
+
+    /// An i32 length that must not be negative, as read by `read_binary` and the container headers.
+    pub fn read_size(&mut self) -> Result<usize, CoreError> {
+        let size = self.read_i32()?;
+        usize::try_from(size).map_err(|_| CoreError::NegativeSize)
+    }
+}
+
+/// Decoders for the bytes a transport hands over (`read_into_buffer` fills at most N bytes of a scratch String).
+pub fn decode_i16(b: [u8; 2]) -> i16 {
+    BigEndian::read_i16(&b)
+}
+pub fn decode_i32(b: [u8; 4]) -> i32 {
+    BigEndian::read_i32(&b)
+}
+pub fn decode_i64(b: [u8; 8]) -> i64 {
+    BigEndian::read_i64(&b)
+}
+pub fn decode_double(b: [u8; 8]) -> f64 {
+    BigEndian::read_f64(&b)
+}
+
+pub fn encode_i16(v: i16) -> [u8; 2] {
+    let mut b = [0; 2];
+    BigEndian::write_i16(&mut b, v);
+    b
+}
+pub fn encode_i32(v: i32) -> [u8; 4] {
+    let mut b = [0; 4];
+    BigEndian::write_i32(&mut b, v);
+    b
+}
+pub fn encode_i64(v: i64) -> [u8; 8] {
+    let mut b = [0; 8];
+    BigEndian::write_i64(&mut b, v);
+    b
+}
+pub fn encode_double(v: f64) -> [u8; 8] {
+    let mut b = [0; 8];
+    BigEndian::write_f64(&mut b, v);
+    b
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fixed_width_round_trips_at_the_boundaries() {
+        for v in [i16::MIN, -1, 0, 1, i16::MAX] {
+            assert_eq!(decode_i16(encode_i16(v)), v);
+        }
+        for v in [i32::MIN, -1, 0, 1, i32::MAX] {
+            assert_eq!(decode_i32(encode_i32(v)), v);
+        }
+        for v in [i64::MIN, -1, 0, 1, i64::MAX] {
+            assert_eq!(decode_i64(encode_i64(v)), v);
+        }
+        for v in [0.0, -0.0, 1.5, f64::MAX, f64::MIN_POSITIVE, f64::INFINITY] {
+            assert_eq!(decode_double(encode_double(v)).to_bits(), v.to_bits());
+        }
+        assert!(decode_double(encode_double(f64::NAN)).is_nan());
+    }
+
+    #[test]
+    fn encodings_are_big_endian() {
+        assert_eq!(encode_i16(0x0102), [1, 2]);
+        assert_eq!(encode_i32(-2), [0xff, 0xff, 0xff, 0xfe]);
+        assert_eq!(encode_i64(1), [0, 0, 0, 0, 0, 0, 0, 1]);
+        assert_eq!(encode_double(1.0), [0x3f, 0xf0, 0, 0, 0, 0, 0, 0]);
+    }
+
+    #[test]
+    fn reader_consumes_in_order_and_reports_short_input_without_consuming() {
+        let bytes = [0x80, 0x00, 0x01, 0x00, 0x00, 0x00, 0x00, 0x05, 0xff];
+        let mut r = Reader::new(&bytes, 0);
+        assert_eq!(r.read_i8().unwrap(), -128);
+        assert_eq!(r.read_i16().unwrap(), 1);
+        assert_eq!(r.read_i32().unwrap(), 0);
+        assert_eq!(r.position(), 7);
+        assert_eq!(r.read_i32(), Err(CoreError::Eof { needed: 4, available: 2 }));
+        assert_eq!(r.position(), 7);
+        assert_eq!(r.take(2).unwrap(), &[5, 0xff]);
+        assert_eq!(r.remaining(), 0);
+    }
+
+    #[test]
+    fn sizes_must_not_be_negative() {
+        let mut r = Reader::new(&[0xff, 0xff, 0xff, 0xff], 0);
+        assert_eq!(r.read_size(), Err(CoreError::NegativeSize));
+        let mut r = Reader::new(&[0x7f, 0xff, 0xff, 0xff], 0);
+        assert_eq!(r.read_size(), Ok(i32::MAX as usize));
+    }
+
+    #[test]
+    fn a_start_past_the_end_is_clamped() {
+        let r = Reader::new(&[1, 2], 5);
+        assert_eq!(r.remaining(), 0);
+    }
+}

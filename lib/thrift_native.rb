@@ -1,0 +1,72 @@
+# frozen_string_literal: true
+
+# thrift_native: a Rust drop-in for Apache Thrift's C accelerator.
+#
+#   require "thrift_native"   # loads thrift, then replaces its accelerated methods with ours
+#
+# thrift's own lib/thrift.rb ends with `require "thrift_native"`, so with this gem first on the load path (a Gemfile,
+# or `gem "thrift_native"`), `require "thrift"` alone loads it too. `ThriftNative.active?` tells whether every
+# accelerated method is ours.
+
+# Loaded from thrift.rb's last line, Thrift is already complete; requiring "thrift" again would be circular.
+unless defined?(::Thrift::MemoryBufferTransport) && defined?(::Thrift::Union)
+  begin
+    require "thrift"
+  rescue LoadError => e
+    raise LoadError, "thrift_native needs the thrift library (the thrift gem, or Debian's ruby-thrift): #{e.message}"
+  end
+end
+
+require_relative "thrift_native/version"
+require_relative "thrift_native/thrift_native"
+
+module ThriftNative
+  # The native methods as they were right after loading: { Class => { name => UnboundMethod } }.
+  LOADED_METHODS = NATIVE_METHODS.to_h do |klass, names|
+    [klass, names.to_h { |name| [name, klass.instance_method(name)] }]
+  end.freeze
+
+  class << self
+    # "Class#method" for each accelerated method that is no longer ours (redefined in Ruby, or replaced by another
+    # accelerator loaded later). Empty when thrift_native is the active accelerator.
+    def replaced_methods
+      LOADED_METHODS.flat_map do |klass, methods|
+        methods.filter_map do |name, loaded|
+          current = klass.instance_method(name) if klass.method_defined?(name) || klass.private_method_defined?(name)
+          "#{klass}##{name}" unless current == loaded
+        end
+      end
+    end
+
+    # True when every accelerated method is thrift_native's.
+    def active?
+      replaced_methods.empty?
+    end
+  end
+
+  # Tells the extension when Ruby code changes a method that a fast path relies on, so that it falls back to
+  # calling the Ruby method (as RSpec's `allow_any_instance_of` or a monkey patch expect).
+  module FastPathGuard
+    def method_added(name)
+      ThriftNative.method_changed(self, name.to_s)
+      super
+    end
+
+    def method_removed(name)
+      ThriftNative.method_changed(self, name.to_s)
+      super
+    end
+
+    def method_undefined(name)
+      ThriftNative.method_changed(self, name.to_s)
+      super
+    end
+
+    def prepend(*modules)
+      modules.each { |m| m.instance_methods(true).each { |name| ThriftNative.method_changed(self, name.to_s) } }
+      super
+    end
+  end
+
+  ::Thrift::MemoryBufferTransport.singleton_class.prepend(FastPathGuard)
+end
