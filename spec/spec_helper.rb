@@ -1,0 +1,39 @@
+# frozen_string_literal: true
+
+$LOAD_PATH.unshift File.expand_path("../lib", __dir__)
+require "thrift_native"
+require "rbconfig"
+require "open3"
+
+module SpecSupport
+  # Objects allocated by one run of the block, measured after a first (warm-up) run has filled Ruby's call caches.
+  def allocations
+    yield
+    before = GC.stat(:total_allocated_objects)
+    yield
+    GC.stat(:total_allocated_objects) - before
+  end
+
+  # Runs Ruby code in a child process (only one thrift_native can be loaded per process) and returns its stdout.
+  # `accelerator` is :c (Debian's C extension from ruby-thrift), :ours or :pure.
+  def run_ruby(code, accelerator:)
+    args = [RbConfig.ruby]
+    args += ["-I", File.expand_path("../lib", __dir__)] if accelerator == :ours
+    prelude = case accelerator
+              when :c then 'require "thrift"; abort "C accelerator not loaded" if defined?(ThriftNative)'
+              when :ours then 'require "thrift_native"'
+              when :pure then '$LOADED_FEATURES << "thrift_native.so"; require "thrift"'
+              end
+    out, err, status = Open3.capture3(*args, "-e", "#{prelude}\n#{code}")
+    raise "child Ruby failed (#{accelerator}): #{err}" unless status.success?
+
+    out
+  end
+end
+
+RSpec.configure do |config|
+  config.include SpecSupport
+  config.disable_monkey_patching!
+  config.order = :random
+  Kernel.srand config.seed
+end
