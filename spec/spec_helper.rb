@@ -9,9 +9,31 @@ module SpecSupport
   # Objects allocated by one run of the block, measured after a first (warm-up) run has filled Ruby's call caches.
   def allocations
     yield
-    before = GC.stat(:total_allocated_objects)
+    before = allocated_objects
     yield
-    GC.stat(:total_allocated_objects) - before
+    allocated_objects - before
+  end
+
+  # One call site for both readings: a call site's first call allocates its call cache.
+  def allocated_objects
+    GC.stat(:total_allocated_objects)
+  end
+
+  # Objects allocated by `n` calls of the block, after a warm-up round. Spelled out without nested blocks:
+  # Integer#times, and a `yield` from inside a nested block, cost an object of their own.
+  def allocations_per(n, &operation)
+    i = 0
+    while i < n
+      operation.call
+      i += 1
+    end
+    before = allocated_objects
+    i = 0
+    while i < n
+      operation.call
+      i += 1
+    end
+    allocated_objects - before
   end
 
   # Runs Ruby code in a child process (only one thrift_native can be loaded per process) and returns its stdout.

@@ -1,8 +1,8 @@
 //! `Thrift::BinaryProtocolAccelerated < Thrift::BinaryProtocol`: every method of the C accelerator, with its bytes,
 //! exceptions, messages and codes. Fixed-width reads from a plain MemoryBufferTransport allocate nothing.
 
-use magnus::rb_sys::{protect, AsRawValue};
 use magnus::prelude::*;
+use magnus::rb_sys::{protect, AsRawValue};
 use magnus::{Error, RClass, Ruby, TryConvert, Value};
 use rb_sys::stable_api::{get_default, StableApiDefinition};
 use rb_sys::VALUE;
@@ -67,7 +67,8 @@ fn float_value(v: Value) -> Result<f64, Error> {
 
 fn string_length(ruby: &Ruby, s: VALUE) -> Result<i32, Error> {
     // SAFETY: `s` is a String.
-    i32::try_from(unsafe { rb::str_len(s) }).map_err(|_| Error::new(ruby.exception_range_error(), "string too long"))
+    i32::try_from(unsafe { rb::str_len(s) })
+        .map_err(|_| Error::new(ruby.exception_range_error(), "string too long"))
 }
 
 /// Bytes gathered for one call, so that a check failing half-way still emits what the C accelerator had already
@@ -80,7 +81,11 @@ struct Pending {
 
 impl Pending {
     fn new(out: Output) -> Self {
-        Pending { out, bytes: [0; 16], len: 0 }
+        Pending {
+            out,
+            bytes: [0; 16],
+            len: 0,
+        }
     }
 
     fn push(&mut self, b: &[u8]) {
@@ -110,7 +115,10 @@ impl Pending {
 fn write_string_to(ruby: &Ruby, out: &Output, s: Value) -> Result<(), Error> {
     let raw = s.as_raw();
     if !rb::is_string(raw) {
-        return Err(Error::new(ruby.exception_standard_error(), "Value should be a string"));
+        return Err(Error::new(
+            ruby.exception_standard_error(),
+            "Value should be a string",
+        ));
     }
     let converted = match out {
         Output::Buffer(_) => bytes::utf8_bytes_of(raw)?,
@@ -130,7 +138,13 @@ fn nothing(_rb_self: Value) {}
 
 fn nothing1(_rb_self: Value, _arg: Value) {}
 
-fn write_message_begin(ruby: &Ruby, rb_self: Value, name: Value, mtype: Value, seqid: Value) -> Result<(), Error> {
+fn write_message_begin(
+    ruby: &Ruby,
+    rb_self: Value,
+    name: Value,
+    mtype: Value,
+    seqid: Value,
+) -> Result<(), Error> {
     let out = Output::of(rb_self.as_raw());
     let strict_write = rb::ivar_get(rb_self.as_raw(), ids().strict_write);
     if strict_write == rb::QTRUE {
@@ -146,7 +160,13 @@ fn write_message_begin(ruby: &Ruby, rb_self: Value, name: Value, mtype: Value, s
     }
 }
 
-fn write_field_begin(ruby: &Ruby, rb_self: Value, _name: Value, ftype: Value, id: Value) -> Result<(), Error> {
+fn write_field_begin(
+    ruby: &Ruby,
+    rb_self: Value,
+    _name: Value,
+    ftype: Value,
+    id: Value,
+) -> Result<(), Error> {
     let mut p = Pending::new(Output::of(rb_self.as_raw()));
     let ftype = p.check(checked_byte(ruby, ftype))?;
     p.push(&[ftype as u8]);
@@ -159,7 +179,13 @@ fn write_field_stop(rb_self: Value) -> Result<(), Error> {
     Output::of(rb_self.as_raw()).write(&[0])
 }
 
-fn write_map_begin(ruby: &Ruby, rb_self: Value, ktype: Value, vtype: Value, size: Value) -> Result<(), Error> {
+fn write_map_begin(
+    ruby: &Ruby,
+    rb_self: Value,
+    ktype: Value,
+    vtype: Value,
+    size: Value,
+) -> Result<(), Error> {
     let mut p = Pending::new(Output::of(rb_self.as_raw()));
     let k = p.check(checked_byte(ruby, ktype))?;
     p.push(&[k as u8]);
@@ -225,7 +251,10 @@ fn write_binary(ruby: &Ruby, rb_self: Value, b: Value) -> Result<(), Error> {
 fn write_uuid(_ruby: &Ruby, rb_self: Value, u: Value) -> Result<(), Error> {
     let raw = u.as_raw();
     if !rb::is_string(raw) {
-        return Err(errors::protocol(thrift().codes.invalid_data, "UUID must be a string"));
+        return Err(errors::protocol(
+            thrift().codes.invalid_data,
+            "UUID must be a string",
+        ));
     }
     // SAFETY: `raw` is a String; the slice is dropped before any Ruby call.
     let parsed = uuid::parse(unsafe { rb::str_bytes(raw) });
@@ -255,27 +284,45 @@ fn read_message_begin(ruby: &Ruby, rb_self: Value) -> Result<magnus::RArray, Err
     let version = read_i32_from(ruby, &mut input)?;
     let (name, mtype) = if version < 0 {
         if (version as u32 & t.version_mask as u32) != t.version_1 as u32 {
-            return Err(errors::protocol(t.codes.bad_version, "Missing version identifier"));
+            return Err(errors::protocol(
+                t.codes.bad_version,
+                "Missing version identifier",
+            ));
         }
         let mtype = i64::from(version as u32 & t.type_mask as u32);
         let len = read_size_from(ruby, &mut input)?;
         (input.read_utf8(ruby, len)?, mtype)
     } else {
         if rb::ivar_get(this, ids.strict_read) == rb::QTRUE {
-            return Err(errors::protocol(t.codes.bad_version, "No version identifier, old protocol client?"));
+            return Err(errors::protocol(
+                t.codes.bad_version,
+                "No version identifier, old protocol client?",
+            ));
         }
         let name = input.read_all(ruby, version as usize)?;
         (name, i64::from(input.read_byte(ruby)?))
     };
     let seqid = read_i32_from(ruby, &mut input)?;
-    Ok(ruby.ary_new_from_values(&[value(name), value(rb::integer(mtype)), value(rb::integer(seqid.into()))]))
+    Ok(ruby.ary_new_from_values(&[
+        value(name),
+        value(rb::integer(mtype)),
+        value(rb::integer(seqid.into())),
+    ]))
 }
 
 fn read_field_begin(ruby: &Ruby, rb_self: Value) -> Result<magnus::RArray, Error> {
     let mut input = Input::of(rb_self.as_raw());
     let ftype = input.read_byte(ruby)?;
-    let id = if ftype == 0 { 0 } else { binary::decode_i16(input.read_array(ruby)?) };
-    Ok(ruby.ary_new_from_values(&[ruby.qnil().as_value(), value(rb::integer(ftype.into())), value(rb::integer(id.into()))]))
+    let id = if ftype == 0 {
+        0
+    } else {
+        binary::decode_i16(input.read_array(ruby)?)
+    };
+    Ok(ruby.ary_new_from_values(&[
+        ruby.qnil().as_value(),
+        value(rb::integer(ftype.into())),
+        value(rb::integer(id.into())),
+    ]))
 }
 
 fn read_map_begin(ruby: &Ruby, rb_self: Value) -> Result<magnus::RArray, Error> {
@@ -294,7 +341,10 @@ fn read_list_begin(ruby: &Ruby, rb_self: Value) -> Result<magnus::RArray, Error>
     let mut input = Input::of(rb_self.as_raw());
     let e = input.read_byte(ruby)?;
     let size = read_size_from(ruby, &mut input)?;
-    Ok(ruby.ary_new_from_values(&[value(rb::integer(e.into())), value(rb::integer(size as i64))]))
+    Ok(ruby.ary_new_from_values(&[
+        value(rb::integer(e.into())),
+        value(rb::integer(size as i64)),
+    ]))
 }
 
 fn read_bool(ruby: &Ruby, rb_self: Value) -> Result<bool, Error> {
@@ -364,15 +414,20 @@ pub fn uuid_text_of(data: VALUE) -> Result<VALUE, Error> {
             return Ok(rb::binary_string(&text));
         }
     }
-    Err(errors::protocol(thrift().codes.invalid_data, "Invalid UUID data length"))
+    Err(errors::protocol(
+        thrift().codes.invalid_data,
+        "Invalid UUID data length",
+    ))
 }
 
 pub fn init(ruby: &Ruby) -> Result<(), Error> {
     let t = thrift();
     let thrift_module = magnus::RModule::from_value(value(t.module)).expect("Thrift is a module");
-    let superclass = RClass::from_value(value(t.binary_protocol)).expect("BinaryProtocol is a class");
+    let superclass =
+        RClass::from_value(value(t.binary_protocol)).expect("BinaryProtocol is a class");
     let class = thrift_module.define_class("BinaryProtocolAccelerated", superclass)?;
     rb::pin_forever(class.as_raw());
+    crate::transport::BINARY_TRANS.configure(class.as_raw(), ids().trans);
 
     macro_rules! def {
         ($name:expr, $m:expr) => {
@@ -380,7 +435,10 @@ pub fn init(ruby: &Ruby) -> Result<(), Error> {
         };
     }
     def!("native?", magnus::method!(native_p, 0))?;
-    def!("write_message_begin", magnus::method!(write_message_begin, 3))?;
+    def!(
+        "write_message_begin",
+        magnus::method!(write_message_begin, 3)
+    )?;
     def!("write_field_begin", magnus::method!(write_field_begin, 3))?;
     def!("write_field_stop", magnus::method!(write_field_stop, 0))?;
     def!("write_map_begin", magnus::method!(write_map_begin, 3))?;
@@ -395,7 +453,14 @@ pub fn init(ruby: &Ruby) -> Result<(), Error> {
     def!("write_string", magnus::method!(write_string, 1))?;
     def!("write_binary", magnus::method!(write_binary, 1))?;
     def!("write_uuid", magnus::method!(write_uuid, 1))?;
-    for name in ["write_message_end", "write_struct_end", "write_field_end", "write_map_end", "write_list_end", "write_set_end"] {
+    for name in [
+        "write_message_end",
+        "write_struct_end",
+        "write_field_end",
+        "write_map_end",
+        "write_list_end",
+        "write_set_end",
+    ] {
         def!(name, magnus::method!(nothing, 0))?;
     }
     def!("write_struct_begin", magnus::method!(nothing1, 1))?;

@@ -20,12 +20,6 @@ fn encoding_index(s: VALUE) -> i32 {
     unsafe { get_default().encoding_get(s) }
 }
 
-/// True for a String tagged ASCII-8BIT.
-#[inline(always)]
-pub fn is_binary_string(s: VALUE) -> bool {
-    rb::is_string(s) && encoding_index(s) == ENCINDEX_BINARY
-}
-
 #[inline(always)]
 pub fn is_utf8_string(s: VALUE) -> bool {
     rb::is_string(s) && encoding_index(s) == ENCINDEX_UTF_8
@@ -36,7 +30,9 @@ fn call_bytes(method: rb_sys::ID, arg: VALUE) -> Result<VALUE, Error> {
     let bytes = unsafe { Value::from_raw(thrift().bytes) };
     let arg = unsafe { Value::from_raw(arg) };
     let method = unsafe { <magnus::value::Id as magnus::rb_sys::FromRawId>::from_raw(method) };
-    bytes.funcall::<_, _, Value>(method, (arg,)).map(|v| v.as_raw())
+    bytes
+        .funcall::<_, _, Value>(method, (arg,))
+        .map(|v| v.as_raw())
 }
 
 /// The C accelerator's `force_binary_encoding`: a BINARY String is returned as is; another String is re-tagged
@@ -50,7 +46,11 @@ pub fn force_binary_encoding(v: VALUE) -> Result<VALUE, Error> {
     }
     // SAFETY: protected calls; rb_obj_dup and rb_enc_associate_index may raise (e.g. for an odd subclass).
     protect(|| unsafe {
-        let s = if rb::is_frozen(v) { rb_sys::rb_obj_dup(v) } else { v };
+        let s = if rb::is_frozen(v) {
+            rb_sys::rb_obj_dup(v)
+        } else {
+            v
+        };
         rb_sys::rb_enc_associate_index(s, ENCINDEX_BINARY)
     })
 }

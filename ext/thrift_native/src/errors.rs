@@ -2,7 +2,7 @@
 
 use magnus::prelude::*;
 use magnus::rb_sys::FromRawValue;
-use magnus::{Error, ExceptionClass, Ruby, Value};
+use magnus::{Error, Ruby, Value};
 use thrift_native_core::CoreError;
 
 use crate::thrift::thrift;
@@ -15,7 +15,9 @@ fn new_exception(class: rb_sys::VALUE, code: i64, message: &str) -> Error {
     // SAFETY: `class` is a pinned exception class cached at load time.
     let class = unsafe { Value::from_raw(class) };
     match class.funcall::<_, _, Value>("new", (code, ruby.str_new(message))) {
-        Ok(exception) => Error::from(magnus::Exception::from_value(exception).expect("an Exception subclass's new")),
+        Ok(exception) => Error::from(
+            magnus::Exception::from_value(exception).expect("an Exception subclass's new"),
+        ),
         Err(e) => e,
     }
 }
@@ -27,7 +29,11 @@ pub fn protocol(code: i64, message: &str) -> Error {
 
 /// `Thrift::TransportException.new(NEGATIVE_SIZE, "Negative size")` (code 5 on thrift 0.14, which lacks the constant).
 pub fn transport_negative_size() -> Error {
-    new_exception(thrift().transport_exception, thrift().transport_negative_size, "Negative size")
+    new_exception(
+        thrift().transport_exception,
+        thrift().transport_negative_size,
+        "Negative size",
+    )
 }
 
 pub fn negative_size() -> Error {
@@ -49,10 +55,6 @@ pub fn integer_expected(ruby: &Ruby) -> Error {
 
 pub fn out_of_bounds(ruby: &Ruby) -> Error {
     Error::new(ruby.exception_range_error(), "integer out of bounds")
-}
-
-pub fn new_error(class: ExceptionClass, message: String) -> Error {
-    Error::new(class, message)
 }
 
 /// Maps a core error to the exception the C accelerator raises for it.

@@ -6,6 +6,7 @@
 mod binary_protocol;
 mod bytes;
 mod errors;
+mod ivars;
 mod memory_buffer;
 mod rb;
 mod registry;
@@ -23,7 +24,20 @@ fn method_changed(_rb_self: Value, class: Value, name: String) {
 }
 
 fn define_everything(ruby: &Ruby, namespace: RModule) -> Result<(), Error> {
-    thrift::probe(ruby)?;
+    let found = thrift::probe(ruby)?;
+    let features = ruby.hash_new();
+    features.aset(ruby.to_symbol("uuid_type"), found.uuid_type)?;
+    features.aset(ruby.to_symbol("uuid_type_defined"), found.has_uuid_type)?;
+    features.aset(
+        ruby.to_symbol("default_recursion_depth"),
+        found.default_recursion_depth,
+    )?;
+    features.aset(
+        ruby.to_symbol("transport_negative_size"),
+        found.transport_negative_size,
+    )?;
+    features.freeze();
+    namespace.const_set("THRIFT_FEATURES", features)?;
     registry::start(ruby, namespace)?;
     let defined = binary_protocol::init(ruby).and_then(|_| memory_buffer::init(ruby));
     registry::finish();
@@ -38,7 +52,9 @@ use magnus::rb_sys::AsRawValue;
 fn init(ruby: &Ruby) -> Result<(), Error> {
     let namespace = ruby.define_module("ThriftNative")?;
     define_everything(ruby, namespace).map_err(|e| {
-        let message = format!("thrift_native could not load: the thrift library is missing or unusable ({e})");
+        let message = format!(
+            "thrift_native could not load: the thrift library is missing or unusable ({e})"
+        );
         Error::new(ruby.exception_load_error(), message)
     })
 }

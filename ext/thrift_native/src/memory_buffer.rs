@@ -10,11 +10,17 @@ use magnus::rb_sys::{protect, AsRawValue, FromRawValue};
 use magnus::{Error, RClass, RString, Ruby, TryConvert, Value};
 use rb_sys::VALUE;
 
+use crate::ivars::IvarSlot;
 use crate::thrift::{ids, thrift};
 use crate::{bytes, errors, rb, registry};
 
+/// `@buf` and `@index` of exact MemoryBufferTransport instances.
+static BUF: IvarSlot = IvarSlot::new();
+static INDEX: IvarSlot = IvarSlot::new();
+
 /// The methods this file defines; redefining any of them on the class turns the fast path off.
-pub const NATIVE_METHODS: [&str; 5] = ["write", "read", "read_all", "read_byte", "read_into_buffer"];
+pub const NATIVE_METHODS: [&str; 5] =
+    ["write", "read", "read_all", "read_byte", "read_into_buffer"];
 
 /// False once Ruby code has redefined (or removed) one of the native methods on MemoryBufferTransport itself:
 /// from then on the protocols call the transport's methods, as the C accelerator always does.
@@ -30,7 +36,8 @@ pub fn method_changed(name: &str) {
 /// so that working on its buffer directly is indistinguishable from calling them.
 #[inline(always)]
 fn is_plain(trans: VALUE) -> bool {
-    rb::is_exact_instance(trans, thrift().memory_buffer) && METHODS_ARE_NATIVE.load(Ordering::Relaxed)
+    rb::is_exact_instance(trans, thrift().memory_buffer)
+        && METHODS_ARE_NATIVE.load(Ordering::Relaxed)
 }
 
 /// A plain MemoryBufferTransport's String buffer, for appending to it.
@@ -39,7 +46,7 @@ pub fn plain_write_buffer(trans: VALUE) -> Option<VALUE> {
     if !is_plain(trans) {
         return None;
     }
-    let buf = rb::ivar_get(trans, ids().buf);
+    let buf = BUF.get(trans);
     rb::is_string(buf).then_some(buf)
 }
 
@@ -61,12 +68,11 @@ impl MemoryBuffer {
         if !is_plain(trans) || rb::is_frozen(trans) {
             return None;
         }
-        let ids = ids();
-        let buf = rb::ivar_get(trans, ids.buf);
+        let buf = BUF.get(trans);
         if !rb::is_string(buf) {
             return None;
         }
-        let index = rb::fixnum_value(rb::ivar_get(trans, ids.index))?;
+        let index = rb::fixnum_value(INDEX.get(trans))?;
         Some(Self::at(trans, buf, usize::try_from(index).ok()?))
     }
 
@@ -86,7 +92,13 @@ impl MemoryBuffer {
     fn at(trans: VALUE, buf: VALUE, index: usize) -> Self {
         // SAFETY: `buf` is a String.
         let len = unsafe { rb::str_len(buf) };
-        MemoryBuffer { trans, buf, index: index.min(len), len, frozen: false }
+        MemoryBuffer {
+            trans,
+            buf,
+            index: index.min(len),
+            len,
+            frozen: false,
+        }
     }
 
     #[inline(always)]
@@ -120,7 +132,7 @@ impl MemoryBuffer {
         if self.frozen {
             return rb::ivar_set(self.trans, ids().index, index);
         }
-        rb::ivar_set_unfrozen(self.trans, ids().index, index);
+        INDEX.set_immediate_unfrozen(self.trans, index);
         Ok(())
     }
 
@@ -158,7 +170,12 @@ impl MemoryBuffer {
     /// Consumes exactly `n` bytes, handing them to `make` (which must not call Ruby code other than allocating the
     /// object it returns), or EOFError with nothing consumed.
     #[inline(always)]
-    pub fn read_with(&mut self, ruby: &Ruby, n: usize, make: impl FnOnce(&[u8]) -> VALUE) -> Result<VALUE, Error> {
+    pub fn read_with(
+        &mut self,
+        ruby: &Ruby,
+        n: usize,
+        make: impl FnOnce(&[u8]) -> VALUE,
+    ) -> Result<VALUE, Error> {
         if n > self.available() {
             return Err(errors::eof(ruby));
         }
@@ -230,7 +247,10 @@ fn read_into_buffer(ruby: &Ruby, rb_self: Value, buffer: Value, size: Value) -> 
     // SAFETY: `buffer` is a String.
     let capacity = unsafe { rb::str_len(buffer) };
     if capacity == 0 {
-        return Err(Error::new(ruby.exception_index_error(), "index 0 out of string"));
+        return Err(Error::new(
+            ruby.exception_index_error(),
+            "index 0 out of string",
+        ));
     }
     // SAFETY: protected; rb_str_modify raises FrozenError for a frozen buffer and unshares a shared one.
     protect(|| unsafe {
@@ -254,7 +274,10 @@ fn read_into_buffer(ruby: &Ruby, rb_self: Value, buffer: Value, size: Value) -> 
         return Err(if avail <= capacity {
             errors::eof(ruby)
         } else {
-            Error::new(ruby.exception_index_error(), format!("index {capacity} out of string"))
+            Error::new(
+                ruby.exception_index_error(),
+                format!("index {capacity} out of string"),
+            )
         });
     }
     mb.advance(copied)?;
@@ -262,12 +285,19 @@ fn read_into_buffer(ruby: &Ruby, rb_self: Value, buffer: Value, size: Value) -> 
 }
 
 pub fn init(ruby: &Ruby) -> Result<(), Error> {
+    BUF.configure(thrift().memory_buffer, ids().buf);
+    INDEX.configure(thrift().memory_buffer, ids().index);
     let class = value(thrift().memory_buffer);
     let class = RClass::from_value(class).expect("MemoryBufferTransport is a class");
     registry::define_method(ruby, class, "write", magnus::method!(write, 1))?;
     registry::define_method(ruby, class, "read", magnus::method!(read, 1))?;
     registry::define_method(ruby, class, "read_all", magnus::method!(read_all, 1))?;
     registry::define_method(ruby, class, "read_byte", magnus::method!(read_byte, 0))?;
-    registry::define_method(ruby, class, "read_into_buffer", magnus::method!(read_into_buffer, 2))?;
+    registry::define_method(
+        ruby,
+        class,
+        "read_into_buffer",
+        magnus::method!(read_into_buffer, 2),
+    )?;
     Ok(())
 }

@@ -10,7 +10,6 @@ use rb_sys::{ruby_value_type, ID, VALUE};
 
 pub const QNIL: VALUE = rb_sys::special_consts::Qnil as VALUE;
 pub const QTRUE: VALUE = rb_sys::special_consts::Qtrue as VALUE;
-pub const QFALSE: VALUE = rb_sys::special_consts::Qfalse as VALUE;
 
 #[inline(always)]
 pub fn ivar_get(obj: VALUE, id: ID) -> VALUE {
@@ -162,7 +161,8 @@ pub fn utf8_string(bytes: &[u8]) -> VALUE {
 pub fn str_cat(s: VALUE, bytes: &[u8]) -> Result<(), Error> {
     // SAFETY: protect catches FrozenError (and the "temporarily locked" RuntimeError); `bytes` stays valid for the
     // call: it is either Rust memory or another String that rb_str_cat does not free.
-    protect(|| unsafe { rb_sys::rb_str_cat(s, bytes.as_ptr() as *const _, bytes.len() as _) }).map(|_| ())
+    protect(|| unsafe { rb_sys::rb_str_cat(s, bytes.as_ptr() as *const _, bytes.len() as _) })
+        .map(|_| ())
 }
 
 /// Appends the bytes of String `src` to String `dst` (which may be the same object).

@@ -3,8 +3,8 @@
 
 use std::cell::Cell;
 
-use magnus::prelude::*;
 use magnus::method::Method;
+use magnus::prelude::*;
 use magnus::rb_sys::AsRawValue;
 use magnus::{Error, Module, RClass, RHash, Ruby, Value};
 
@@ -24,9 +24,16 @@ pub fn finish() {
     NATIVE_METHODS.with(|h| h.set(None));
 }
 
-pub fn define_method<M: Method>(ruby: &Ruby, class: RClass, name: &str, method: M) -> Result<(), Error> {
+pub fn define_method<M: Method>(
+    ruby: &Ruby,
+    class: RClass,
+    name: &str,
+    method: M,
+) -> Result<(), Error> {
     class.define_method(name, method)?;
-    let Some(raw) = NATIVE_METHODS.with(|h| h.get()) else { return Ok(()) };
+    let Some(raw) = NATIVE_METHODS.with(|h| h.get()) else {
+        return Ok(());
+    };
     let hash = RHash::from_value(crate::transport::value(raw)).expect("NATIVE_METHODS is a Hash");
     let names: Value = match hash.get(class) {
         Some(names) => names,

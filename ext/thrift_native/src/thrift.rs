@@ -22,9 +22,7 @@ pub const FALLBACK_TRANSPORT_NEGATIVE_SIZE: i64 = 5;
 pub struct ProtocolErrorCodes {
     pub invalid_data: i64,
     pub negative_size: i64,
-    pub size_limit: i64,
     pub bad_version: i64,
-    pub depth_limit: i64,
 }
 
 #[derive(Debug)]
@@ -78,20 +76,30 @@ static IDS: OnceLock<Ids> = OnceLock::new();
 
 #[inline(always)]
 pub fn thrift() -> &'static Thrift {
-    THRIFT.get().expect("thrift_native is initialised before any of its methods can run")
+    THRIFT
+        .get()
+        .expect("thrift_native is initialised before any of its methods can run")
 }
 
 #[inline(always)]
 pub fn ids() -> &'static Ids {
-    IDS.get().expect("thrift_native is initialised before any of its methods can run")
+    IDS.get()
+        .expect("thrift_native is initialised before any of its methods can run")
 }
 
 fn const_value(scope: impl Module, name: &str) -> Result<Value, Error> {
     scope.const_get::<_, Value>(name)
 }
 
-fn optional_integer(ruby: &Ruby, scope: impl Module + Copy, name: &str, fallback: i64) -> Result<(i64, bool), Error> {
-    let defined: bool = scope.as_value().funcall("const_defined?", (ruby.to_symbol(name), false))?;
+fn optional_integer(
+    ruby: &Ruby,
+    scope: impl Module,
+    name: &str,
+    fallback: i64,
+) -> Result<(i64, bool), Error> {
+    let defined: bool = scope
+        .as_value()
+        .funcall("const_defined?", (ruby.to_symbol(name), false))?;
     if defined {
         Ok((scope.const_get::<_, i64>(name)?, true))
     } else {
@@ -122,15 +130,21 @@ pub fn probe(ruby: &Ruby) -> Result<&'static Thrift, Error> {
     let codes = ProtocolErrorCodes {
         invalid_data: code("INVALID_DATA")?,
         negative_size: code("NEGATIVE_SIZE")?,
-        size_limit: code("SIZE_LIMIT")?,
         bad_version: code("BAD_VERSION")?,
-        depth_limit: code("DEPTH_LIMIT")?,
     };
     let (uuid_type, has_uuid_type) = optional_integer(ruby, types, "UUID", FALLBACK_UUID_TYPE)?;
-    let (default_recursion_depth, _) =
-        optional_integer(ruby, module, "DEFAULT_RECURSION_DEPTH", FALLBACK_RECURSION_DEPTH)?;
-    let (transport_negative_size, _) =
-        optional_integer(ruby, transport_exception, "NEGATIVE_SIZE", FALLBACK_TRANSPORT_NEGATIVE_SIZE)?;
+    let (default_recursion_depth, _) = optional_integer(
+        ruby,
+        module,
+        "DEFAULT_RECURSION_DEPTH",
+        FALLBACK_RECURSION_DEPTH,
+    )?;
+    let (transport_negative_size, _) = optional_integer(
+        ruby,
+        transport_exception,
+        "NEGATIVE_SIZE",
+        FALLBACK_TRANSPORT_NEGATIVE_SIZE,
+    )?;
     let garbage_buffer_size: i64 = memory_buffer.const_get("GARBAGE_BUFFER_SIZE")?;
 
     let found = Thrift {

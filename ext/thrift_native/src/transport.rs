@@ -6,6 +6,7 @@ use magnus::rb_sys::{AsRawValue, FromRawValue};
 use magnus::{Error, Ruby, TryConvert, Value};
 use rb_sys::VALUE;
 
+use crate::ivars::IvarSlot;
 use crate::memory_buffer::{self, MemoryBuffer};
 use crate::thrift::ids;
 use crate::{bytes, rb};
@@ -20,6 +21,14 @@ pub fn method_id(id: rb_sys::ID) -> magnus::value::Id {
     unsafe { <magnus::value::Id as magnus::rb_sys::FromRawId>::from_raw(id) }
 }
 
+/// `@trans` of the accelerated protocol classes, each learnt for its exact class.
+pub static BINARY_TRANS: IvarSlot = IvarSlot::new();
+
+#[inline(always)]
+fn protocol_transport(protocol: VALUE) -> VALUE {
+    BINARY_TRANS.get(protocol)
+}
+
 /// Where a protocol's reads come from.
 pub enum Input {
     Buffer(MemoryBuffer),
@@ -30,7 +39,7 @@ impl Input {
     /// Decided once per protocol call: nothing between here and the end of the call runs Ruby code on the fast path.
     #[inline(always)]
     pub fn of(protocol: VALUE) -> Input {
-        let trans = rb::ivar_get(protocol, ids().trans);
+        let trans = protocol_transport(protocol);
         match MemoryBuffer::plain(trans) {
             Some(mb) => Input::Buffer(mb),
             None => Input::Transport { trans, protocol },
@@ -44,7 +53,10 @@ impl Input {
             Input::Buffer(mb) => mb.read_array(ruby),
             Input::Transport { trans, protocol } => {
                 let rbuf = rb::ivar_get(*protocol, ids().rbuf);
-                value(*trans).funcall::<_, _, Value>(method_id(ids().read_into_buffer), (value(rbuf), N as i64))?;
+                value(*trans).funcall::<_, _, Value>(
+                    method_id(ids().read_into_buffer),
+                    (value(rbuf), N as i64),
+                )?;
                 // As the C accelerator, the length is not re-checked; bytes a short @rbuf lacks read as zero.
                 let mut out = [0u8; N];
                 if rb::is_string(rbuf) {
@@ -74,9 +86,9 @@ impl Input {
     pub fn read_all(&mut self, ruby: &Ruby, n: usize) -> Result<VALUE, Error> {
         match self {
             Input::Buffer(mb) => mb.read_all(ruby, n),
-            Input::Transport { trans, .. } => {
-                value(*trans).funcall::<_, _, Value>(method_id(ids().read_all), (n as i64,)).map(|v| v.as_raw())
-            }
+            Input::Transport { trans, .. } => value(*trans)
+                .funcall::<_, _, Value>(method_id(ids().read_all), (n as i64,))
+                .map(|v| v.as_raw()),
         }
     }
 
@@ -98,7 +110,7 @@ pub enum Output {
 impl Output {
     #[inline(always)]
     pub fn of(protocol: VALUE) -> Output {
-        let trans = rb::ivar_get(protocol, ids().trans);
+        let trans = protocol_transport(protocol);
         match memory_buffer::plain_write_buffer(trans) {
             Some(buf) => Output::Buffer(buf),
             None => Output::Transport(trans),
@@ -112,7 +124,9 @@ impl Output {
             Output::Buffer(buf) => rb::str_cat(buf, bytes),
             Output::Transport(trans) => {
                 let s = value(rb::binary_string(bytes));
-                value(trans).funcall::<_, _, Value>(method_id(ids().write), (s,)).map(|_| ())
+                value(trans)
+                    .funcall::<_, _, Value>(method_id(ids().write), (s,))
+                    .map(|_| ())
             }
         }
     }
@@ -121,9 +135,9 @@ impl Output {
     pub fn write_string_object(&self, s: VALUE) -> Result<(), Error> {
         match *self {
             Output::Buffer(buf) => rb::str_cat_str(buf, s),
-            Output::Transport(trans) => {
-                value(trans).funcall::<_, _, Value>(method_id(ids().write), (value(s),)).map(|_| ())
-            }
+            Output::Transport(trans) => value(trans)
+                .funcall::<_, _, Value>(method_id(ids().write), (value(s),))
+                .map(|_| ()),
         }
     }
 }

@@ -13,7 +13,10 @@ pub struct Reader<'a> {
 
 impl<'a> Reader<'a> {
     pub fn new(bytes: &'a [u8], pos: usize) -> Self {
-        Reader { bytes, pos: pos.min(bytes.len()) }
+        Reader {
+            bytes,
+            pos: pos.min(bytes.len()),
+        }
     }
 
     /// How far into the bytes the next read starts.
@@ -28,7 +31,10 @@ impl<'a> Reader<'a> {
     /// The next `n` bytes, consumed; on a short input nothing is consumed.
     pub fn take(&mut self, n: usize) -> Result<&'a [u8], CoreError> {
         if n > self.remaining() {
-            return Err(CoreError::Eof { needed: n, available: self.remaining() });
+            return Err(CoreError::Eof {
+                needed: n,
+                available: self.remaining(),
+            });
         }
         let slice = &self.bytes[self.pos..self.pos + n];
         self.pos += n;
@@ -140,7 +146,13 @@ mod tests {
         assert_eq!(r.read_i16().unwrap(), 1);
         assert_eq!(r.read_i32().unwrap(), 0);
         assert_eq!(r.position(), 7);
-        assert_eq!(r.read_i32(), Err(CoreError::Eof { needed: 4, available: 2 }));
+        assert_eq!(
+            r.read_i32(),
+            Err(CoreError::Eof {
+                needed: 4,
+                available: 2
+            })
+        );
         assert_eq!(r.position(), 7);
         assert_eq!(r.take(2).unwrap(), &[5, 0xff]);
         assert_eq!(r.remaining(), 0);

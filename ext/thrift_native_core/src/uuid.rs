@@ -12,7 +12,11 @@ pub fn parse(text: &[u8]) -> Result<[u8; 16], CoreError> {
         return Err(CoreError::InvalidUuid);
     }
     let mut out = [0u8; 16];
-    let mut digits = text.iter().enumerate().filter(|(i, _)| !DASHES.contains(i)).map(|(_, &c)| c);
+    let mut digits = text
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| !DASHES.contains(i))
+        .map(|(_, &c)| c);
     for byte in out.iter_mut() {
         let (hi, lo) = (digits.next(), digits.next());
         match (hi.and_then(hex_value), lo.and_then(hex_value)) {
@@ -48,13 +52,19 @@ mod tests {
     use super::*;
 
     const TEXT: &[u8] = b"00112233-4455-6677-8899-aabbccddeeff";
-    const BYTES: [u8; 16] = [0x00, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88, 0x99, 0xaa, 0xbb, 0xcc, 0xdd, 0xee, 0xff];
+    const BYTES: [u8; 16] = [
+        0x00, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88, 0x99, 0xaa, 0xbb, 0xcc, 0xdd, 0xee,
+        0xff,
+    ];
 
     #[test]
     fn parses_and_formats_the_canonical_form() {
         assert_eq!(parse(TEXT).unwrap(), BYTES);
         assert_eq!(&format(&BYTES), TEXT);
-        assert_eq!(parse(b"00112233-4455-6677-8899-AABBCCDDEEFF").unwrap(), BYTES);
+        assert_eq!(
+            parse(b"00112233-4455-6677-8899-AABBCCDDEEFF").unwrap(),
+            BYTES
+        );
     }
 
     #[test]
@@ -70,7 +80,12 @@ mod tests {
             b"0x112233-4455-6677-8899-aabbccddeeff",
             "00112233-4455-6677-8899-aabbccddeeé".as_bytes(),
         ] {
-            assert_eq!(parse(bad), Err(CoreError::InvalidUuid), "{:?}", String::from_utf8_lossy(bad));
+            assert_eq!(
+                parse(bad),
+                Err(CoreError::InvalidUuid),
+                "{:?}",
+                String::from_utf8_lossy(bad)
+            );
         }
     }
 

@@ -1,0 +1,95 @@
+# frozen_string_literal: true
+
+# One accelerator's primitive reads and writes over a MemoryBufferTransport. Run by bench/run.rb in a child process
+# per accelerator (only one thrift_native can be loaded at a time); prints one JSON line per operation.
+#   ruby bench/primitives.rb pure|c|ours [seconds_per_op]
+
+require "json"
+
+IMPL = ARGV.fetch(0)
+SECONDS = Float(ARGV.fetch(1, "0.3"))
+
+case IMPL
+when "pure"
+  $LOADED_FEATURES << "thrift_native.so" # keeps thrift.rb from loading any accelerator
+  require "thrift"
+  PROTOCOL = Thrift::BinaryProtocol
+when "c"
+  require "thrift"
+  abort "the C accelerator did not load" unless defined?(Thrift::BinaryProtocolAccelerated) && !defined?(ThriftNative)
+  PROTOCOL = Thrift::BinaryProtocolAccelerated
+when "ours"
+  $LOAD_PATH.unshift File.expand_path("../lib", __dir__)
+  require "thrift_native"
+  abort "thrift_native is not active" unless ThriftNative.active?
+  PROTOCOL = Thrift::BinaryProtocolAccelerated
+else
+  abort "usage: primitives.rb pure|c|ours [seconds]"
+end
+
+UUID = "00112233-4455-6677-8899-aabbccddeeff"
+# [name, value written, values per buffer]: buffers stay under GARBAGE_BUFFER_SIZE, as a typical message does.
+OPS = [
+  [:byte, -5], [:bool, true], [:i16, -1234], [:i32, 123_456_789], [:i64, 1 << 40], [:double, 1234.5],
+  [:string, "hello, thrift"], [:binary, "\x00\x01binary".b], [:uuid, UUID]
+].freeze
+
+def measure(batch)
+  calls = 0
+  allocated = 0
+  elapsed = 0.0
+  batch.call # warm-up
+  while elapsed < SECONDS
+    before = GC.stat(:total_allocated_objects)
+    t0 = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+    calls += batch.call
+    elapsed += Process.clock_gettime(Process::CLOCK_MONOTONIC) - t0
+    allocated += GC.stat(:total_allocated_objects) - before
+  end
+  [elapsed * 1e9 / calls, allocated.to_f / calls]
+end
+
+OPS.each do |name, value|
+  next if name == :uuid && !PROTOCOL.method_defined?(:read_uuid)
+
+  reader = "read_#{name}"
+  writer = "write_#{name}"
+  trans = Thrift::MemoryBufferTransport.new
+  prot = PROTOCOL.new(trans)
+  size = (prot.send(writer, value); trans.available)
+  per_batch = [4000 / size, 1].max
+  trans.reset_buffer
+  per_batch.times { prot.send(writer, value) }
+  data = trans.instance_variable_get(:@buf).dup
+  raise "#{reader} round trip failed" unless (trans.reset_buffer(data.dup); prot.send(reader) == value)
+
+  # Each op is spelled out so that the loop calls it directly, as application code does.
+  read_batch = eval(<<~RUBY, binding, __FILE__, __LINE__ + 1)
+    lambda do
+      trans.reset_buffer(data)
+      i = 0
+      while i < per_batch
+        prot.#{reader}
+        i += 1
+      end
+      per_batch
+    end
+  RUBY
+  write_batch = eval(<<~RUBY, binding, __FILE__, __LINE__ + 1)
+    lambda do
+      trans.reset_buffer(data)
+      i = 0
+      while i < per_batch
+        prot.#{writer}(value)
+        i += 1
+      end
+      per_batch
+    end
+  RUBY
+  # reset_buffer copies `data` into the buffer once per batch; that copy is part of every implementation's figure.
+  [[reader, read_batch], [writer, write_batch]].each do |op, batch|
+    ns, objects = measure(batch)
+    puts JSON.generate(impl: IMPL, op: op, ns_per_call: ns.round(1), objects_per_call: objects.round(4))
+    $stdout.flush
+  end
+end
