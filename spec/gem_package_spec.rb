@@ -1,0 +1,33 @@
+# frozen_string_literal: true
+
+require "tmpdir"
+
+# Builds the gem, installs it offline into a scratch GEM_HOME (which compiles the extension with cargo, as
+# `gem install` does for a user) and loads it from there. Slow (a release build): about a minute.
+RSpec.describe "The packaged gem" do
+  ROOT = File.expand_path("..", __dir__)
+
+  it "builds, installs offline without cargo's target directory, and loads from the installed gem" do
+    Dir.mktmpdir("thrift_native_gem") do |dir|
+      gem_file = File.join(dir, "thrift_native.gem")
+      home = File.join(dir, "home")
+      out, status = Open3.capture2e("gem", "build", "thrift_native.gemspec", "--output", gem_file, chdir: ROOT)
+      expect(status).to be_success, out
+      out, status = Open3.capture2e("gem", "install", "--local", "--no-document", "--install-dir", home, gem_file)
+      expect(status).to be_success, out
+
+      installed = Dir.glob("#{home}/**/*", File::FNM_DOTMATCH)
+      expect(installed.grep(%r{/target(/|\z)})).to eq([])
+      expect(installed.grep(%r{/thrift_native/thrift_native\.so\z})).not_to be_empty
+
+      # Debian's ruby-thrift is a gem too, and it also provides a thrift_native.so: activating this gem (as a
+      # Gemfile does) puts our lib/thrift_native.rb ahead of it.
+      env = { "GEM_HOME" => home, "GEM_PATH" => ([home] + Gem.path).join(File::PATH_SEPARATOR) }
+      code = 'gem "thrift_native"; require "thrift"; require "thrift_native"; ' \
+             'p [ThriftNative.active?, ThriftNative::VERSION, $LOADED_FEATURES.grep(/thrift_native\.so\z/).map { |f| f.start_with?(ENV["GEM_HOME"]) }]'
+      out, err, status = Open3.capture3(env, RbConfig.ruby, "-e", code, chdir: dir)
+      expect([status.success?, err]).to eq([true, ""])
+      expect(out).to eq("[true, #{ThriftNative::VERSION.inspect}, [true]]\n")
+    end
+  end
+end

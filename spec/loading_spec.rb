@@ -1,0 +1,84 @@
+# frozen_string_literal: true
+
+require "tmpdir"
+
+# Each example loads Ruby afresh in a child process: only one thrift_native can be loaded per process.
+RSpec.describe "Loading thrift_native" do
+  LIB = File.expand_path("../lib", __dir__)
+  REPORT = 'p [ThriftNative.active?, ThriftNative.replaced_methods, defined?(Thrift::Struct) ? 1 : 0, ' \
+           '$LOADED_FEATURES.grep(/thrift_native\.so\z/).map { |f| f.start_with?(LIB) ? :ours : :other }]'
+
+  def ruby(*args, code)
+    out, err, status = Open3.capture3(RbConfig.ruby, *args, "-e", "LIB = #{LIB.inspect}\n#{code}")
+    [out, err, status.success?]
+  end
+
+  it "loads thrift and the accelerator with require \"thrift_native\" alone" do
+    out, err, ok = ruby("-I", LIB, "require 'thrift_native'\n#{REPORT}\np ThriftNative::VERSION")
+    expect([ok, err]).to eq([true, ""])
+    expect(out).to eq("[true, [], 1, [:ours]]\n#{ThriftNative::VERSION.inspect}\n")
+  end
+
+  it "ends with ours active whichever of thrift and thrift_native is required first" do
+    first = ruby("-I", LIB, "require 'thrift'\nrequire 'thrift_native'\n#{REPORT}")
+    second = ruby("-I", LIB, "require 'thrift_native'\nrequire 'thrift'\n#{REPORT}")
+    expect(first).to eq(["[true, [], 1, [:ours]]\n", "", true])
+    expect(second).to eq(first)
+  end
+
+  it "replaces the C accelerator's methods when the C one was loaded first" do
+    code = <<~RUBY
+      require "thrift"
+      raise "the C accelerator should be loaded here" if defined?(ThriftNative)
+      $LOAD_PATH.unshift LIB
+      require "thrift_native"
+      #{REPORT}
+      t = Thrift::MemoryBufferTransport.new
+      pr = Thrift::BinaryProtocolAccelerated.new(t)
+      pr.write_uuid("00112233-4455-6677-8899-aabbccddeeff")
+      p pr.read_uuid
+    RUBY
+    expect(ruby(code)).to eq(["[true, [], 1, [:other, :ours]]\n\"00112233-4455-6677-8899-aabbccddeeff\"\n", "", true])
+  end
+
+  it "reports methods that something loaded later replaced" do
+    code = "require 'thrift_native'\nclass Thrift::BinaryProtocolAccelerated; def read_i32 = 0; end\n" \
+           "p ThriftNative.active?, ThriftNative.replaced_methods"
+    expect(ruby("-I", LIB, code)).to eq(["false\n[\"Thrift::BinaryProtocolAccelerated#read_i32\"]\n", "", true])
+  end
+
+  it "probes the loaded thrift: 0.14 has no Types::UUID, DEFAULT_RECURSION_DEPTH or NEGATIVE_SIZE" do
+    out, = ruby("-I", LIB, "require 'thrift_native'\np ThriftNative::THRIFT_FEATURES")
+    expect(eval(out)).to eq( # rubocop:disable Security/Eval
+      uuid_type: 16, uuid_type_defined: Thrift::Types.const_defined?(:UUID),
+      default_recursion_depth: 64, transport_negative_size: 5
+    )
+  end
+
+  it "raises a clear LoadError, and nothing else, when thrift is missing" do
+    out, err, ok = ruby("--disable-gems", "-I", LIB, <<~RUBY)
+      begin
+        require "thrift_native"
+      rescue LoadError => e
+        puts e.message
+      end
+    RUBY
+    expect([ok, err]).to eq([true, ""])
+    expect(out).to start_with("thrift_native needs the thrift library")
+  end
+
+  it "raises a LoadError, not a NameError, when the loaded thrift is unusable" do
+    Dir.mktmpdir do |dir|
+      File.write(File.join(dir, "thrift.rb"), "module Thrift; class MemoryBufferTransport; end; class Union; end; end\n")
+      out, err, ok = ruby("--disable-gems", "-I", LIB, "-I", dir, <<~RUBY)
+        begin
+          require "thrift_native"
+        rescue LoadError => e
+          puts e.class, e.message
+        end
+      RUBY
+      expect([ok, err]).to eq([true, ""])
+      expect(out).to match(/\ALoadError\nthrift_native could not load: the thrift library is missing or unusable \(.*Types.*\)\n\z/)
+    end
+  end
+end
