@@ -2,7 +2,9 @@
 
 # One accelerator's primitive reads and writes over a MemoryBufferTransport. Run by bench/run.rb in a child process
 # per accelerator (only one thrift_native can be loaded at a time); prints one JSON line per operation.
-#   ruby bench/primitives.rb pure|c|ours [seconds_per_op]
+#   ruby bench/primitives.rb pure|c|c-master|ours [seconds_per_op]
+# c-master: the C accelerator of a newer thrift (with UUID support), from THRIFT_MASTER_RB=<apache/thrift>/lib/rb
+# whose ext/ you have built (`ruby extconf.rb && make` in it); nothing of it is part of this project.
 
 require "json"
 
@@ -18,13 +20,19 @@ when "c"
   require "thrift"
   abort "the C accelerator did not load" unless defined?(Thrift::BinaryProtocolAccelerated) && !defined?(ThriftNative)
   PROTOCOL = Thrift::BinaryProtocolAccelerated
+when "c-master"
+  dir = ENV.fetch("THRIFT_MASTER_RB")
+  $LOAD_PATH.unshift File.join(dir, "lib"), File.join(dir, "ext")
+  require "thrift"
+  abort "the master C accelerator did not load" unless $LOADED_FEATURES.include?(File.join(dir, "ext", "thrift_native.so"))
+  PROTOCOL = Thrift::BinaryProtocolAccelerated
 when "ours"
   $LOAD_PATH.unshift File.expand_path("../lib", __dir__)
   require "thrift_native"
   abort "thrift_native is not active" unless ThriftNative.active?
   PROTOCOL = Thrift::BinaryProtocolAccelerated
 else
-  abort "usage: primitives.rb pure|c|ours [seconds]"
+  abort "usage: primitives.rb pure|c|c-master|ours [seconds]"
 end
 
 UUID = "00112233-4455-6677-8899-aabbccddeeff"

@@ -3,7 +3,18 @@
 use crate::CoreError;
 
 const DASHES: [usize; 4] = [8, 13, 18, 23];
-const HEX: &[u8; 16] = b"0123456789abcdef";
+
+/// Two lower-case hex digits for every byte value.
+const HEX_PAIRS: [[u8; 2]; 256] = {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut table = [[0u8; 2]; 256];
+    let mut i = 0;
+    while i < 256 {
+        table[i] = [DIGITS[i >> 4], DIGITS[i & 0x0f]];
+        i += 1;
+    }
+    table
+};
 
 /// Parses the canonical text form, upper- or lower-case hex: the bytes that `/\A\h{8}-\h{4}-\h{4}-\h{4}-\h{12}\z/`
 /// accepts, and nothing else.
@@ -31,14 +42,13 @@ pub fn parse(text: &[u8]) -> Result<[u8; 16], CoreError> {
 pub fn format(bytes: &[u8; 16]) -> [u8; 36] {
     let mut out = [b'-'; 36];
     let mut pos = 0;
-    for (i, b) in bytes.iter().enumerate() {
-        if DASHES.contains(&pos) {
+    for (i, &b) in bytes.iter().enumerate() {
+        // A dash follows bytes 3, 5, 7 and 9.
+        if matches!(i, 4 | 6 | 8 | 10) {
             pos += 1;
         }
-        out[pos] = HEX[(b >> 4) as usize];
-        out[pos + 1] = HEX[(b & 0x0f) as usize];
+        out[pos..pos + 2].copy_from_slice(&HEX_PAIRS[b as usize]);
         pos += 2;
-        debug_assert!(i < 16);
     }
     out
 }

@@ -1,0 +1,63 @@
+# frozen_string_literal: true
+
+# Side by side: pure-Ruby Thrift, the installed C accelerator and thrift_native, in one run.
+# Each accelerator runs in its own child process (only one thrift_native can be loaded at a time); results are
+# printed as a table and saved as JSON under bench/results/.
+#   ruby bench/run.rb [seconds_per_measurement]
+# With THRIFT_MASTER_RB=<apache/thrift checkout>/lib/rb (its ext/ built by you), a column for that newer C
+# accelerator is added: Debian's thrift 0.14 has no UUID methods to compare read_uuid with.
+
+require "json"
+require "open3"
+require "rbconfig"
+require "time"
+
+SECONDS = ARGV.fetch(0, "0.5")
+IMPLS = (ENV["THRIFT_MASTER_RB"] ? %w[pure c c-master ours] : %w[pure c ours]).freeze
+LABELS = { "pure" => "pure Ruby", "c" => "C 0.14", "c-master" => "C master", "ours" => "thrift_native" }.freeze
+RESULTS_DIR = File.expand_path("results", __dir__)
+
+def run_suite(script)
+  results = Hash.new { |h, k| h[k] = {} }
+  IMPLS.each do |impl|
+    $stderr.print "#{script} [#{LABELS[impl]}] "
+    Open3.popen2(RbConfig.ruby, File.expand_path(script, __dir__), impl, SECONDS) do |_stdin, out, wait|
+      out.each_line do |line|
+        row = JSON.parse(line)
+        results[row.fetch("op")][impl] = row
+        $stderr.print "."
+      end
+      raise "#{script} #{impl} failed" unless wait.value.success?
+    end
+    $stderr.puts
+  end
+  results
+end
+
+def fmt_ns(row) = row ? format("%.1f", row["ns_per_call"]) : "n/a"
+def fmt_obj(row) = row ? format("%.3f", row["objects_per_call"]) : "n/a"
+
+def table(results)
+  header = ["op", *IMPLS.map { |i| "#{LABELS[i]} ns" }, "vs C", *IMPLS.map { |i| "#{LABELS[i]} obj" }]
+  rows = results.map do |op, by_impl|
+    c, ours = by_impl["c-master"] || by_impl["c"], by_impl["ours"]
+    speedup = c && ours ? format("%.2fx", c["ns_per_call"] / ours["ns_per_call"]) : "n/a"
+    [op, *IMPLS.map { |i| fmt_ns(by_impl[i]) }, speedup, *IMPLS.map { |i| fmt_obj(by_impl[i]) }]
+  end
+  widths = header.each_index.map { |i| ([header] + rows).map { |r| r[i].size }.max }
+  line = ->(r) { "| " + r.each_with_index.map { |c, i| i.zero? ? c.ljust(widths[i]) : c.rjust(widths[i]) }.join(" | ") + " |" }
+  [line.call(header), "|" + widths.map { |w| "-" * (w + 2) }.join("|") + "|", *rows.map(&line)].join("\n")
+end
+
+primitives = run_suite("primitives.rb")
+puts "\nBinary protocol primitives over a MemoryBufferTransport (ns/call and objects/call; " \
+     "'vs C' = C time / thrift_native time, the newest C measured; n/a: thrift 0.14 has no UUID support)\n\n"
+puts table(primitives)
+
+Dir.mkdir(RESULTS_DIR) unless Dir.exist?(RESULTS_DIR)
+path = File.join(RESULTS_DIR, "primitives.json")
+File.write(path, JSON.pretty_generate(
+  recorded_at: Time.now.utc.iso8601, ruby: RUBY_DESCRIPTION, seconds_per_measurement: SECONDS.to_f,
+  results: primitives
+))
+puts "\nsaved #{path}"
