@@ -8,9 +8,23 @@ use rb_sys::stable_api::{get_default, StableApiDefinition};
 use rb_sys::VALUE;
 use thrift_native_core::{binary, uuid};
 
+use crate::ivars::IvarSlot;
 use crate::thrift::{ids, thrift};
 use crate::transport::{value, Input, Output};
 use crate::{bytes, errors, rb, registry};
+
+/// `@trans` of exact BinaryProtocolAccelerated instances.
+pub static TRANS: IvarSlot = IvarSlot::new();
+
+#[inline(always)]
+fn input(protocol: Value) -> Input {
+    Input::of(protocol.as_raw(), &TRANS)
+}
+
+#[inline(always)]
+fn output(protocol: Value) -> Output {
+    Output::of(protocol.as_raw(), &TRANS)
+}
 
 // ----- argument checks, as the C accelerator's checked_integer_range -----
 
@@ -145,7 +159,7 @@ fn write_message_begin(
     mtype: Value,
     seqid: Value,
 ) -> Result<(), Error> {
-    let out = Output::of(rb_self.as_raw());
+    let out = output(rb_self);
     let strict_write = rb::ivar_get(rb_self.as_raw(), ids().strict_write);
     if strict_write == rb::QTRUE {
         let mtype = checked_byte(ruby, mtype)?;
@@ -167,7 +181,7 @@ fn write_field_begin(
     ftype: Value,
     id: Value,
 ) -> Result<(), Error> {
-    let mut p = Pending::new(Output::of(rb_self.as_raw()));
+    let mut p = Pending::new(output(rb_self));
     let ftype = p.check(checked_byte(ruby, ftype))?;
     p.push(&[ftype as u8]);
     let id = p.check(checked_i16(ruby, id))?;
@@ -176,7 +190,7 @@ fn write_field_begin(
 }
 
 fn write_field_stop(rb_self: Value) -> Result<(), Error> {
-    Output::of(rb_self.as_raw()).write(&[0])
+    output(rb_self).write(&[0])
 }
 
 fn write_map_begin(
@@ -186,7 +200,7 @@ fn write_map_begin(
     vtype: Value,
     size: Value,
 ) -> Result<(), Error> {
-    let mut p = Pending::new(Output::of(rb_self.as_raw()));
+    let mut p = Pending::new(output(rb_self));
     let k = p.check(checked_byte(ruby, ktype))?;
     p.push(&[k as u8]);
     let v = p.check(checked_byte(ruby, vtype))?;
@@ -197,7 +211,7 @@ fn write_map_begin(
 }
 
 fn write_list_begin(ruby: &Ruby, rb_self: Value, etype: Value, size: Value) -> Result<(), Error> {
-    let mut p = Pending::new(Output::of(rb_self.as_raw()));
+    let mut p = Pending::new(output(rb_self));
     let e = p.check(checked_byte(ruby, etype))?;
     p.push(&[e as u8]);
     let size = p.check(checked_size(ruby, size))?;
@@ -206,42 +220,42 @@ fn write_list_begin(ruby: &Ruby, rb_self: Value, etype: Value, size: Value) -> R
 }
 
 fn write_bool(rb_self: Value, b: Value) -> Result<(), Error> {
-    Output::of(rb_self.as_raw()).write(&[u8::from(rb::truthy(b.as_raw()))])
+    output(rb_self).write(&[u8::from(rb::truthy(b.as_raw()))])
 }
 
 fn write_byte(ruby: &Ruby, rb_self: Value, v: Value) -> Result<(), Error> {
     let b = checked_byte(ruby, not_nil(ruby, v)?)?;
-    Output::of(rb_self.as_raw()).write(&[b as u8])
+    output(rb_self).write(&[b as u8])
 }
 
 fn write_i16(ruby: &Ruby, rb_self: Value, v: Value) -> Result<(), Error> {
     let n = checked_i16(ruby, not_nil(ruby, v)?)?;
-    Output::of(rb_self.as_raw()).write(&binary::encode_i16(n))
+    output(rb_self).write(&binary::encode_i16(n))
 }
 
 fn write_i32(ruby: &Ruby, rb_self: Value, v: Value) -> Result<(), Error> {
     let n = checked_i32(ruby, not_nil(ruby, v)?)?;
-    Output::of(rb_self.as_raw()).write(&binary::encode_i32(n))
+    output(rb_self).write(&binary::encode_i32(n))
 }
 
 fn write_i64(ruby: &Ruby, rb_self: Value, v: Value) -> Result<(), Error> {
     let n = checked_integer(ruby, not_nil(ruby, v)?, i64::MIN, i64::MAX)?;
-    Output::of(rb_self.as_raw()).write(&binary::encode_i64(n))
+    output(rb_self).write(&binary::encode_i64(n))
 }
 
 fn write_double(ruby: &Ruby, rb_self: Value, v: Value) -> Result<(), Error> {
     let f = float_value(not_nil(ruby, v)?)?;
-    Output::of(rb_self.as_raw()).write(&binary::encode_double(f))
+    output(rb_self).write(&binary::encode_double(f))
 }
 
 fn write_string(ruby: &Ruby, rb_self: Value, s: Value) -> Result<(), Error> {
     not_nil(ruby, s)?;
-    write_string_to(ruby, &Output::of(rb_self.as_raw()), s)
+    write_string_to(ruby, &output(rb_self), s)
 }
 
 fn write_binary(ruby: &Ruby, rb_self: Value, b: Value) -> Result<(), Error> {
     not_nil(ruby, b)?;
-    let out = Output::of(rb_self.as_raw());
+    let out = output(rb_self);
     let buf = bytes::force_binary_encoding(b.as_raw())?;
     let buf = magnus::RString::try_convert(value(buf))?.as_raw();
     out.write(&binary::encode_i32(string_length(ruby, buf)?))?;
@@ -259,7 +273,7 @@ fn write_uuid(_ruby: &Ruby, rb_self: Value, u: Value) -> Result<(), Error> {
     // SAFETY: `raw` is a String; the slice is dropped before any Ruby call.
     let parsed = uuid::parse(unsafe { rb::str_bytes(raw) });
     let bytes = parsed.map_err(|e| errors::from_core(_ruby, e))?;
-    Output::of(rb_self.as_raw()).write(&bytes)
+    output(rb_self).write(&bytes)
 }
 
 // ----- reads -----
@@ -280,7 +294,7 @@ fn read_message_begin(ruby: &Ruby, rb_self: Value) -> Result<magnus::RArray, Err
         trans.funcall::<_, _, Value>(crate::transport::method_id(ids.reset_message_size), ())?;
     }
     let t = thrift();
-    let mut input = Input::of(this);
+    let mut input = input(rb_self);
     let version = read_i32_from(ruby, &mut input)?;
     let (name, mtype) = if version < 0 {
         if (version as u32 & t.version_mask as u32) != t.version_1 as u32 {
@@ -311,7 +325,7 @@ fn read_message_begin(ruby: &Ruby, rb_self: Value) -> Result<magnus::RArray, Err
 }
 
 fn read_field_begin(ruby: &Ruby, rb_self: Value) -> Result<magnus::RArray, Error> {
-    let mut input = Input::of(rb_self.as_raw());
+    let mut input = input(rb_self);
     let ftype = input.read_byte(ruby)?;
     let id = if ftype == 0 {
         0
@@ -326,7 +340,7 @@ fn read_field_begin(ruby: &Ruby, rb_self: Value) -> Result<magnus::RArray, Error
 }
 
 fn read_map_begin(ruby: &Ruby, rb_self: Value) -> Result<magnus::RArray, Error> {
-    let mut input = Input::of(rb_self.as_raw());
+    let mut input = input(rb_self);
     let k = input.read_byte(ruby)?;
     let v = input.read_byte(ruby)?;
     let size = read_size_from(ruby, &mut input)?;
@@ -338,7 +352,7 @@ fn read_map_begin(ruby: &Ruby, rb_self: Value) -> Result<magnus::RArray, Error> 
 }
 
 fn read_list_begin(ruby: &Ruby, rb_self: Value) -> Result<magnus::RArray, Error> {
-    let mut input = Input::of(rb_self.as_raw());
+    let mut input = input(rb_self);
     let e = input.read_byte(ruby)?;
     let size = read_size_from(ruby, &mut input)?;
     Ok(ruby.ary_new_from_values(&[
@@ -348,48 +362,48 @@ fn read_list_begin(ruby: &Ruby, rb_self: Value) -> Result<magnus::RArray, Error>
 }
 
 fn read_bool(ruby: &Ruby, rb_self: Value) -> Result<bool, Error> {
-    Ok(Input::of(rb_self.as_raw()).read_byte(ruby)? != 0)
+    Ok(input(rb_self).read_byte(ruby)? != 0)
 }
 
 fn read_byte(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
-    let b = Input::of(rb_self.as_raw()).read_byte(ruby)?;
+    let b = input(rb_self).read_byte(ruby)?;
     Ok(value(rb::integer(b.into())))
 }
 
 fn read_i16(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
-    let n = binary::decode_i16(Input::of(rb_self.as_raw()).read_array(ruby)?);
+    let n = binary::decode_i16(input(rb_self).read_array(ruby)?);
     Ok(value(rb::integer(n.into())))
 }
 
 fn read_i32(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
-    let n = read_i32_from(ruby, &mut Input::of(rb_self.as_raw()))?;
+    let n = read_i32_from(ruby, &mut input(rb_self))?;
     Ok(value(rb::integer(n.into())))
 }
 
 fn read_i64(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
-    let n = binary::decode_i64(Input::of(rb_self.as_raw()).read_array(ruby)?);
+    let n = binary::decode_i64(input(rb_self).read_array(ruby)?);
     Ok(value(rb::integer(n)))
 }
 
 fn read_double(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
-    let f = binary::decode_double(Input::of(rb_self.as_raw()).read_array(ruby)?);
+    let f = binary::decode_double(input(rb_self).read_array(ruby)?);
     Ok(value(rb::float(f)))
 }
 
 fn read_binary(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
-    let mut input = Input::of(rb_self.as_raw());
+    let mut input = input(rb_self);
     let len = read_size_from(ruby, &mut input)?;
     input.read_all(ruby, len).map(value)
 }
 
 fn read_string(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
-    let mut input = Input::of(rb_self.as_raw());
+    let mut input = input(rb_self);
     let len = read_size_from(ruby, &mut input)?;
     input.read_utf8(ruby, len).map(value)
 }
 
 fn read_uuid(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
-    let mut input = Input::of(rb_self.as_raw());
+    let mut input = input(rb_self);
     let text = match &mut input {
         Input::Buffer(mb) => mb.read_with(ruby, 16, |b| {
             let b: &[u8; 16] = b.try_into().expect("read_with hands over exactly 16 bytes");
@@ -427,7 +441,7 @@ pub fn init(ruby: &Ruby) -> Result<(), Error> {
         RClass::from_value(value(t.binary_protocol)).expect("BinaryProtocol is a class");
     let class = thrift_module.define_class("BinaryProtocolAccelerated", superclass)?;
     rb::pin_forever(class.as_raw());
-    crate::transport::BINARY_TRANS.configure(class.as_raw(), ids().trans);
+    TRANS.configure(class.as_raw(), ids().trans);
 
     macro_rules! def {
         ($name:expr, $m:expr) => {

@@ -21,14 +21,6 @@ pub fn method_id(id: rb_sys::ID) -> magnus::value::Id {
     unsafe { <magnus::value::Id as magnus::rb_sys::FromRawId>::from_raw(id) }
 }
 
-/// `@trans` of the accelerated protocol classes, each learnt for its exact class.
-pub static BINARY_TRANS: IvarSlot = IvarSlot::new();
-
-#[inline(always)]
-fn protocol_transport(protocol: VALUE) -> VALUE {
-    BINARY_TRANS.get(protocol)
-}
-
 /// Where a protocol's reads come from.
 pub enum Input {
     Buffer(MemoryBuffer),
@@ -37,9 +29,10 @@ pub enum Input {
 
 impl Input {
     /// Decided once per protocol call: nothing between here and the end of the call runs Ruby code on the fast path.
+    /// `trans_slot` is the protocol class's `@trans` slot.
     #[inline(always)]
-    pub fn of(protocol: VALUE) -> Input {
-        let trans = protocol_transport(protocol);
+    pub fn of(protocol: VALUE, trans_slot: &IvarSlot) -> Input {
+        let trans = trans_slot.get(protocol);
         match MemoryBuffer::plain(trans) {
             Some(mb) => Input::Buffer(mb),
             None => Input::Transport { trans, protocol },
@@ -109,8 +102,8 @@ pub enum Output {
 
 impl Output {
     #[inline(always)]
-    pub fn of(protocol: VALUE) -> Output {
-        let trans = protocol_transport(protocol);
+    pub fn of(protocol: VALUE, trans_slot: &IvarSlot) -> Output {
+        let trans = trans_slot.get(protocol);
         match memory_buffer::plain_write_buffer(trans) {
             Some(buf) => Output::Buffer(buf),
             None => Output::Transport(trans),
