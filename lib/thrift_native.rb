@@ -69,4 +69,5 @@ module ThriftNative
   end
 
   ::Thrift::MemoryBufferTransport.singleton_class.prepend(FastPathGuard)
+  ::Thrift::BinaryProtocolAccelerated.singleton_class.prepend(FastPathGuard)
 end

@@ -16,6 +16,14 @@ use crate::{bytes, errors, rb, registry};
 /// `@trans` of exact BinaryProtocolAccelerated instances.
 pub static TRANS: IvarSlot = IvarSlot::new();
 
+static CLASS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// `Thrift::BinaryProtocolAccelerated` (pinned).
+#[inline(always)]
+pub fn class() -> VALUE {
+    CLASS.load(std::sync::atomic::Ordering::Relaxed) as VALUE
+}
+
 #[inline(always)]
 fn input(protocol: Value) -> Input {
     Input::of(protocol.as_raw(), &TRANS)
@@ -441,6 +449,10 @@ pub fn init(ruby: &Ruby) -> Result<(), Error> {
         RClass::from_value(value(t.binary_protocol)).expect("BinaryProtocol is a class");
     let class = thrift_module.define_class("BinaryProtocolAccelerated", superclass)?;
     rb::pin_forever(class.as_raw());
+    CLASS.store(
+        class.as_raw() as usize,
+        std::sync::atomic::Ordering::Relaxed,
+    );
     TRANS.configure(class.as_raw(), ids().trans);
 
     macro_rules! def {

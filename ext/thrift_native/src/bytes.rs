@@ -20,6 +20,12 @@ fn encoding_index(s: VALUE) -> i32 {
     unsafe { get_default().encoding_get(s) }
 }
 
+/// True for a String tagged ASCII-8BIT.
+#[inline(always)]
+pub fn is_binary_string(s: VALUE) -> bool {
+    rb::is_string(s) && encoding_index(s) == ENCINDEX_BINARY
+}
+
 #[inline(always)]
 pub fn is_utf8_string(s: VALUE) -> bool {
     rb::is_string(s) && encoding_index(s) == ENCINDEX_UTF_8

@@ -6,10 +6,12 @@
 mod binary_protocol;
 mod bytes;
 mod errors;
+mod field_plan;
 mod ivars;
 mod memory_buffer;
 mod rb;
 mod registry;
+mod struct_codec;
 mod thrift;
 mod transport;
 
@@ -20,6 +22,8 @@ use magnus::{method, prelude::*, Error, RModule, Ruby, Value};
 fn method_changed(_rb_self: Value, class: Value, name: String) {
     if class.as_raw() == thrift::thrift().memory_buffer {
         memory_buffer::method_changed(&name);
+    } else if class.as_raw() == binary_protocol::class() {
+        struct_codec::binary_method_changed();
     }
 }
 
@@ -39,7 +43,10 @@ fn define_everything(ruby: &Ruby, namespace: RModule) -> Result<(), Error> {
     features.freeze();
     namespace.const_set("THRIFT_FEATURES", features)?;
     registry::start(ruby, namespace)?;
-    let defined = binary_protocol::init(ruby).and_then(|_| memory_buffer::init(ruby));
+    let defined = binary_protocol::init(ruby)
+        .and_then(|_| memory_buffer::init(ruby))
+        .and_then(|_| field_plan::init(ruby, namespace))
+        .and_then(|_| struct_codec::init(ruby));
     registry::finish();
     defined?;
     namespace.define_singleton_method("method_changed", method!(method_changed, 2))?;

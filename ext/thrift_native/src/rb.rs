@@ -10,6 +10,7 @@ use rb_sys::{ruby_value_type, ID, VALUE};
 
 pub const QNIL: VALUE = rb_sys::special_consts::Qnil as VALUE;
 pub const QTRUE: VALUE = rb_sys::special_consts::Qtrue as VALUE;
+pub const QFALSE: VALUE = rb_sys::special_consts::Qfalse as VALUE;
 
 #[inline(always)]
 pub fn ivar_get(obj: VALUE, id: ID) -> VALUE {

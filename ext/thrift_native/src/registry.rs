@@ -6,7 +6,7 @@ use std::cell::Cell;
 use magnus::method::Method;
 use magnus::prelude::*;
 use magnus::rb_sys::AsRawValue;
-use magnus::{Error, Module, RClass, RHash, Ruby, Value};
+use magnus::{Error, Module, RHash, Ruby, Value};
 
 thread_local! {
     // The hash lives in a constant of ThriftNative, which keeps it alive; this is only a handle to it during init.
@@ -26,11 +26,12 @@ pub fn finish() {
 
 pub fn define_method<M: Method>(
     ruby: &Ruby,
-    class: RClass,
+    class: impl Module,
     name: &str,
     method: M,
 ) -> Result<(), Error> {
     class.define_method(name, method)?;
+    let class = class.as_value();
     let Some(raw) = NATIVE_METHODS.with(|h| h.get()) else {
         return Ok(());
     };

@@ -22,12 +22,21 @@ pub const FALLBACK_TRANSPORT_NEGATIVE_SIZE: i64 = 5;
 pub struct ProtocolErrorCodes {
     pub invalid_data: i64,
     pub negative_size: i64,
+    pub size_limit: i64,
     pub bad_version: i64,
+    pub depth_limit: i64,
 }
 
 #[derive(Debug)]
 pub struct Thrift {
     pub module: VALUE,
+    /// `Thrift::Struct` (a module) and `Thrift::Union` (a class).
+    pub struct_module: VALUE,
+    pub union: VALUE,
+    /// `::Set`.
+    pub set_class: VALUE,
+    /// `:FIELDS`.
+    pub fields_id: ID,
     pub bytes: VALUE,
     pub memory_buffer: VALUE,
     pub binary_protocol: VALUE,
@@ -122,15 +131,17 @@ pub fn probe(ruby: &Ruby) -> Result<&'static Thrift, Error> {
     let memory_buffer: RClass = module.const_get("MemoryBufferTransport")?;
     let binary_protocol: RClass = module.const_get("BinaryProtocol")?;
     let bytes: RModule = module.const_get("Bytes")?;
-    // Thrift::Struct and Thrift::Union must exist for the library to be usable, though this slice does not use them.
-    const_value(module, "Struct")?;
-    const_value(module, "Union")?;
+    let struct_module = const_value(module, "Struct")?;
+    let union = const_value(module, "Union")?;
+    let set_class = const_value(ruby.class_object(), "Set")?;
 
     let code = |name: &str| protocol_exception.const_get::<_, i64>(name);
     let codes = ProtocolErrorCodes {
         invalid_data: code("INVALID_DATA")?,
         negative_size: code("NEGATIVE_SIZE")?,
+        size_limit: code("SIZE_LIMIT")?,
         bad_version: code("BAD_VERSION")?,
+        depth_limit: code("DEPTH_LIMIT")?,
     };
     let (uuid_type, has_uuid_type) = optional_integer(ruby, types, "UUID", FALLBACK_UUID_TYPE)?;
     let (default_recursion_depth, _) = optional_integer(
@@ -149,6 +160,10 @@ pub fn probe(ruby: &Ruby) -> Result<&'static Thrift, Error> {
 
     let found = Thrift {
         module: pinned(module),
+        struct_module: pinned(struct_module),
+        union: pinned(union),
+        set_class: pinned(set_class),
+        fields_id: rb::intern("FIELDS"),
         bytes: pinned(bytes),
         memory_buffer: pinned(memory_buffer),
         binary_protocol: pinned(binary_protocol),
