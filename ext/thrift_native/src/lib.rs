@@ -6,7 +6,9 @@
 mod binary_protocol;
 mod bytes;
 mod errors;
+mod gzip_writer;
 mod memory_buffer;
+mod nogvl;
 mod rb;
 mod registry;
 mod thrift;
@@ -28,6 +30,7 @@ fn define_everything(ruby: &Ruby, namespace: RModule) -> Result<(), Error> {
     let defined = binary_protocol::init(ruby).and_then(|_| memory_buffer::init(ruby));
     registry::finish();
     defined?;
+    gzip_writer::init(ruby, namespace)?;
     namespace.define_singleton_method("method_changed", method!(method_changed, 2))?;
     Ok(())
 }
