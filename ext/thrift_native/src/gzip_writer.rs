@@ -227,6 +227,10 @@ struct State {
     /// Bytes fed in so far (kept here too so `pos` answers while `busy`).
     total_in: u64,
     header_done: bool,
+    /// `flush(FINISH)` ended the deflate stream (without a footer).
+    finished: bool,
+    /// Input that zlib refused after the FINISH (Ruby keeps it in the stream's input buffer).
+    refused_input: bool,
     mtime: u32,
     mtime_set: bool,
     level: i32,
@@ -243,6 +247,8 @@ impl Default for State {
             crc: Crc::new(),
             total_in: 0,
             header_done: false,
+            finished: false,
+            refused_input: false,
             mtime: 0,
             mtime_set: false,
             level: -1,
@@ -441,7 +447,9 @@ impl GzipWriter {
             if len > 0 || st.sync {
                 let mode = if st.sync { Z_SYNC_FLUSH } else { Z_NO_FLUSH };
                 match input {
-                    Input::Ruby(s) if len >= NOGVL_THRESHOLD.load(Ordering::Relaxed) => {
+                    Input::Ruby(s)
+                        if len >= NOGVL_THRESHOLD.load(Ordering::Relaxed) && !st.finished =>
+                    {
                         // SAFETY: as above; the copy is made before the GVL is released.
                         let copy = unsafe { rb::str_bytes(s) }.to_vec();
                         drop(st);
@@ -519,10 +527,9 @@ impl GzipWriter {
             let mut st = self.state.borrow_mut();
             st.engine()?;
             self.header_into(&mut st);
-            let mut engine = st.engine.take().ok_or_else(closed_error)?;
-            let result = engine.run(&[], &mut st.out, 4);
-            let total_in = engine.total_in();
-            drop(engine);
+            let result = run(&mut st, &[], 4);
+            st.engine = None;
+            let total_in = st.total_in;
             if let Err(z) = result {
                 st.out.clear();
                 return Err(z.into_ruby());
@@ -541,11 +548,32 @@ impl GzipWriter {
 
 fn deflate(st: &mut State, bytes: &[u8], mode: i64) -> Result<(), Error> {
     st.crc.update(bytes);
+    run(st, bytes, mode).map_err(ZError::into_ruby)
+}
+
+/// `Engine::run` on the state's engine, with zlib's answers once the stream was finished by `flush(FINISH)`.
+fn run(st: &mut State, bytes: &[u8], mode: i64) -> Result<(), ZError> {
+    if st.finished {
+        // zlib after Z_FINISH: any other flush is Z_STREAM_ERROR (Ruby keeps the refused input), a further FINISH
+        // is Z_STREAM_END with nothing to add, or Z_BUF_ERROR if refused input is still waiting.
+        if mode != 4 {
+            st.refused_input |= !bytes.is_empty();
+            return Err(ZError::Stream);
+        }
+        return if st.refused_input || !bytes.is_empty() {
+            Err(ZError::Buf)
+        } else {
+            Ok(())
+        };
+    }
     let State { engine, out, .. } = st;
-    let engine = engine.as_mut().ok_or_else(closed_error)?;
+    let engine = engine.as_mut().ok_or(ZError::Stream)?;
     let result = engine.run(bytes, out, mode);
     st.total_in = engine.total_in();
-    result.map_err(ZError::into_ruby)
+    if result.is_ok() && mode == 4 {
+        st.finished = true;
+    }
+    result
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -704,9 +732,7 @@ fn flush(rb_self: This, args: &[Value]) -> Result<Value, Error> {
             // Deliberate fix of an upstream bug: the header goes first, so a flush before the first write cannot
             // produce a stream that readers reject.
             rb_self.header_into(&mut st);
-            let State { engine, out, .. } = &mut *st;
-            let engine = engine.as_mut().ok_or_else(closed_error)?;
-            engine.run(&[], out, mode).map_err(ZError::into_ruby)?;
+            run(&mut st, &[], mode).map_err(ZError::into_ruby)?;
         }
         (st.take_output()?, st.sync)
     };
