@@ -810,6 +810,38 @@ RSpec.describe ThriftNative::GzipWriter do
       expect(results[1][0]).to eq([IOError, "disk full"])
     end
 
+    it "a closed or read-only File raises IOError like Zlib's" do
+      Tempfile.create("gzw") do |t|
+        results = both.map do |k|
+          f = File.open(t.path, "wb")
+          gz = k.new(f)
+          gz.write("a")
+          f.close
+          r1 = outcome { gz.write(Random.bytes(100_000)) }
+          ro = File.open(t.path, "rb")
+          gz2 = k.new(ro)
+          r2 = outcome { gz2.write("x") }
+          ro.close
+          [r1, r2]
+        end
+        expect(results[1]).to eq(results[0])
+        expect(results[1].map(&:first)).to eq([IOError, IOError])
+      end
+    end
+
+    it "a pipe whose reader is gone raises Errno::EPIPE like Zlib's" do
+      results = both.map do |k|
+        rd, wr = IO.pipe
+        rd.close
+        gz = k.new(wr)
+        r = outcome { gz.write("x") }
+        wr.close unless wr.closed?
+        r
+      end
+      expect(results[1]).to eq(results[0])
+      expect(results[1].first).to eq(Errno::EPIPE)
+    end
+
     it "an io without write raises NoMethodError at the first write, like Zlib" do
       results = both.map do |k|
         gz = k.new(Object)
@@ -926,6 +958,35 @@ RSpec.describe ThriftNative::GzipWriter do
       gz.close
     end
 
+    it "allocates nothing at all when io is a plain File or pipe (bytes go straight into the IO)" do
+      File.open(File::NULL, "wb") do |f|
+        gz = ours.new(f)
+        gz.write("")
+        chunks = Array.new(3) { Random.bytes(32 * 1024).freeze }
+        expect(allocations { 30.times { |i| gz.write(chunks[i % 3]) } }).to eq(0)
+        gz.finish
+      end
+    end
+
+    it "still hands Strings to an IO whose write is overridden" do
+      sub = Class.new(File) do
+        attr_reader :got
+
+        def write(*strs)
+          (@got ||= []).concat(strs.map { |x| [x.class, x.encoding, x.frozen?] })
+          super
+        end
+      end
+      Tempfile.create("gzw") do |t|
+        f = sub.open(t.path, "wb")
+        gz = ours.new(f)
+        gz.write("abc")
+        gz.close
+        expect(f.got.uniq).to eq([[String, Encoding::BINARY, false]])
+        expect(Zlib.gunzip(File.binread(t.path))).to eq("abc")
+      end
+    end
+
     it "pattern data: far fewer objects per write than Zlib" do
       buf = pattern(32 * 1024).freeze
       counts = both.map do |k|
@@ -992,6 +1053,22 @@ RSpec.describe ThriftNative::GzipWriter do
         end
       end.map(&:value)
       outputs.zip(inputs).each { |bytes, chunks| expect_decodes(bytes, chunks.join) }
+    end
+
+    it "4 threads each writing through its own writer into its own pipe" do
+      inputs = Array.new(4) { |t| Array.new(12) { |i| Random.new(t * 1000 + i).bytes(5000 + (i * 9000)) } }
+      readers = []
+      writers = inputs.map do |chunks|
+        rd, wr = IO.pipe
+        readers << Thread.new { Zlib::GzipReader.new(rd).read.tap { rd.close } }
+        Thread.new do
+          gz = ours.new(wr)
+          chunks.each { |c| gz.write(c) }
+          gz.close
+        end
+      end
+      writers.each(&:join)
+      readers.map(&:value).zip(inputs).each { |out, chunks| expect(digest(out)).to eq(digest(chunks.join)) }
     end
 
     it "lets other threads run while a large input is deflated" do

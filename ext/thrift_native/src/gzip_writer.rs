@@ -292,6 +292,15 @@ impl State {
     }
 }
 
+/// Output on its way to io.
+enum Pending {
+    Nothing,
+    /// A new binary String for `io.write`.
+    String(VALUE),
+    /// The bytes, for `write_direct`.
+    Bytes(Vec<u8>),
+}
+
 /// Where the bytes of one `gzfile_write` come from.
 enum Input<'a> {
     /// A Ruby String (the slice is taken only while no Ruby code runs).
@@ -368,6 +377,57 @@ fn funcall1(recv: VALUE, id: ID, arg: VALUE) -> Result<VALUE, Error> {
     protect(|| unsafe { rb_sys::rb_funcallv(recv, id, 1, &arg) })
 }
 
+/// FMODE_SIGNAL_ON_EPIPE (internal to Ruby; ruby/io.h shows it commented out): $stdout/$stderr raise SIGPIPE.
+const FMODE_SIGNAL_ON_EPIPE: i32 = 0x0002_0000;
+const ECONV_DECORATORS: i32 = rb_sys::ruby_econv_flag_type::RUBY_ECONV_DECORATOR_MASK as i32
+    | rb_sys::ruby_econv_flag_type::RUBY_ECONV_STATEFUL_DECORATOR_MASK as i32;
+
+/// True when `io` is a plain IO (File, pipe, socket) whose `write` is Ruby's own IO#write (no subclass, singleton or
+/// prepended override) and that converts nothing on write (no encoding, no newline decorator) nor raises SIGPIPE:
+/// then IO#write would only copy the bytes into the IO, which `rb_io_bufwrite` does without any String.
+fn direct_io(io: VALUE, id_write: ID) -> bool {
+    if rb::builtin_type(io) != Some(rb_sys::ruby_value_type::RUBY_T_FILE) {
+        return false;
+    }
+    let Some(klass) = rb::heap_class(io) else {
+        return false;
+    };
+    // SAFETY: rb_method_basic_definition_p only looks the method up in the class's method tables; it cannot raise.
+    if unsafe { rb_sys::rb_method_basic_definition_p(klass, id_write) } == 0 {
+        return false;
+    }
+    // SAFETY: `io` is a T_FILE, so it is an RFile; its fptr is null only for an IO that was never initialised. The
+    // fields read here are plain data.
+    unsafe {
+        let fptr = (*(io as *const rb_sys::RFile)).fptr;
+        if fptr.is_null() || rb::truthy((*fptr).tied_io_for_writing) {
+            return false;
+        }
+        let encs = &(*fptr).encs;
+        let converts = (!encs.enc.is_null() && encs.enc != rb_sys::rb_ascii8bit_encoding())
+            || ((*fptr).mode & rb_sys::FMODE_TEXTMODE as i32) != 0
+            || (encs.ecflags & ECONV_DECORATORS) != 0;
+        !converts && ((*fptr).mode & FMODE_SIGNAL_ON_EPIPE) == 0
+    }
+}
+
+/// `io.write(bytes)` for a `direct_io`, without a String: `rb_io_bufwrite`, raising what IO#write raises (IOError for
+/// a closed or read-only io, `Errno::*` with the io's path for a failed write(2)).
+fn write_direct(io: VALUE, bytes: &[u8]) -> Result<(), Error> {
+    // SAFETY: protect catches the exceptions; `bytes` is Rust memory owned by the caller for the whole call and not
+    // shared with the writer's state, so it stays valid while the write releases the GVL.
+    protect(|| unsafe {
+        let n = rb_sys::rb_io_bufwrite(io, bytes.as_ptr() as *const _, bytes.len() as _);
+        if n < 0 {
+            let errno = std::io::Error::last_os_error().raw_os_error().unwrap_or(0);
+            let fptr = (*(io as *const rb_sys::RFile)).fptr;
+            rb_sys::rb_syserr_fail_str(errno, (*fptr).pathv);
+        }
+        QNIL
+    })
+    .map(|_| ())
+}
+
 fn respond_to(recv: VALUE, id: ID) -> Result<bool, Error> {
     // SAFETY: rb_respond_to may call a user-defined respond_to?, so it is protected.
     protect(|| unsafe {
@@ -435,7 +495,7 @@ impl GzipWriter {
 
     /// Zlib's `gzfile_write`: header if missing, deflate (sync flush in sync mode), one io.write of all the output.
     fn write_input(&self, input: Input) -> Result<(), Error> {
-        let (output, sync) = {
+        let (pending, sync) = {
             let mut st = self.state.borrow_mut();
             st.engine()?;
             self.header_into(&mut st);
@@ -464,9 +524,9 @@ impl GzipWriter {
                     Input::Bytes(bytes) => deflate(&mut st, bytes, mode)?,
                 }
             }
-            (st.take_output()?, st.sync)
+            (self.take_pending(&mut st)?, st.sync)
         };
-        self.emit(output, sync)
+        self.emit(pending, sync)
     }
 
     fn write_without_gvl(&self, input: Vec<u8>, mode: i64) -> Result<(), Error> {
@@ -484,7 +544,7 @@ impl GzipWriter {
             crc.update(&input);
             engine.run(&input, &mut out, mode)
         });
-        let (output, sync) = {
+        let (pending, sync) = {
             let mut st = self.state.borrow_mut();
             st.busy = false;
             st.total_in = engine.total_in();
@@ -503,17 +563,48 @@ impl GzipWriter {
             if let Some(e) = outcome.raised {
                 return Err(e);
             }
-            (st.take_output()?, st.sync)
+            (self.take_pending(&mut st)?, st.sync)
         };
-        self.emit(output, sync)
+        self.emit(pending, sync)
+    }
+
+    /// The pending output, ready for `emit`: the bytes themselves when io is a plain IO (see `direct_io`), else a
+    /// new String.
+    fn take_pending(&self, st: &mut State) -> Result<Pending, Error> {
+        if st.out.is_empty() {
+            Ok(Pending::Nothing)
+        } else if direct_io(self.io.get(), globals().id_write) {
+            Ok(Pending::Bytes(std::mem::take(&mut st.out)))
+        } else {
+            Ok(st.take_output()?.map_or(Pending::Nothing, Pending::String))
+        }
     }
 
     /// `gzfile_write_raw`: one io.write of the pending output, then io.flush in sync mode.
-    fn emit(&self, output: Option<VALUE>, sync: bool) -> Result<(), Error> {
-        let Some(string) = output else { return Ok(()) };
+    fn emit(&self, pending: Pending, sync: bool) -> Result<(), Error> {
         let io = self.io.get();
         let g = globals();
-        funcall1(io, g.id_write, string)?;
+        match pending {
+            Pending::Nothing => return Ok(()),
+            Pending::String(string) => {
+                funcall1(io, g.id_write, string)?;
+            }
+            Pending::Bytes(mut bytes) => {
+                let written = write_direct(io, &bytes);
+                // Give the buffer back for reuse, unless another thread started a new one meanwhile (the GVL may
+                // have been released inside the write).
+                bytes.clear();
+                if bytes.capacity() > OUT_KEEP {
+                    bytes.shrink_to(OUT_KEEP);
+                }
+                if let Ok(mut st) = self.state.try_borrow_mut() {
+                    if st.out.capacity() == 0 {
+                        st.out = bytes;
+                    }
+                }
+                written?;
+            }
+        }
         if sync && respond_to(io, g.id_flush)? {
             funcall0(io, g.id_flush)?;
         }
@@ -523,7 +614,7 @@ impl GzipWriter {
     /// close/finish: header if missing, FINISH, footer, one io.write. The stream ends whatever happens.
     fn end(&self) -> Result<VALUE, Error> {
         let io = self.io.get();
-        let (output, sync) = {
+        let (pending, sync) = {
             let mut st = self.state.borrow_mut();
             st.engine()?;
             self.header_into(&mut st);
@@ -536,9 +627,9 @@ impl GzipWriter {
             }
             let footer = gzip::footer(st.crc.sum(), total_in);
             st.out.extend_from_slice(&footer);
-            (st.take_output()?, st.sync)
+            (self.take_pending(&mut st)?, st.sync)
         };
-        self.emit(output, sync)?;
+        self.emit(pending, sync)?;
         self.io.set(QNIL);
         self.orig_name.set(QNIL);
         self.comment.set(QNIL);
@@ -725,7 +816,7 @@ fn flush(rb_self: This, args: &[Value]) -> Result<Value, Error> {
         Some(v) if !v.is_nil() => fix2int(v.as_raw())?,
         _ => Z_SYNC_FLUSH,
     };
-    let (output, sync) = {
+    let (pending, sync) = {
         let mut st = rb_self.state.borrow_mut();
         st.engine()?;
         if mode != Z_NO_FLUSH {
@@ -734,9 +825,9 @@ fn flush(rb_self: This, args: &[Value]) -> Result<Value, Error> {
             rb_self.header_into(&mut st);
             run(&mut st, &[], mode).map_err(ZError::into_ruby)?;
         }
-        (st.take_output()?, st.sync)
+        (rb_self.take_pending(&mut st)?, st.sync)
     };
-    rb_self.emit(output, sync)?;
+    rb_self.emit(pending, sync)?;
     let io = rb_self.io.get();
     if respond_to(io, globals().id_flush)? {
         funcall0(io, globals().id_flush)?;
