@@ -1071,6 +1071,37 @@ RSpec.describe ThriftNative::GzipWriter do
       readers.map(&:value).zip(inputs).each { |out, chunks| expect(digest(out)).to eq(digest(chunks.join)) }
     end
 
+    it "makes another thread that writes, flushes or closes meanwhile wait for the large write, like Zlib" do
+      big = Random.new(9).bytes(6 * 1024 * 1024)
+      [-> { _1.write("x") }, -> { _1.flush && 1 }, -> { _1.close && 1 }].each_with_index do |op, i|
+        results = both.map do |k|
+          io = StringIO.new("".b)
+          gz = k.new(io, 9)
+          gz.write("")
+          t = Thread.new { gz.write(big) }
+          sleep 0.05
+          r = outcome { op.call(gz) }
+          t.join
+          gz.close unless gz.closed?
+          [r, digest(Zlib.gunzip(io.string))]
+        end
+        expect(results[1]).to eq(results[0]), "op #{i}"
+      end
+    end
+
+    it "a Thread#raise during a large write propagates, and the writer stays usable with the data deflated" do
+      big = Random.new(10).bytes(6 * 1024 * 1024)
+      io = StringIO.new("".b)
+      gz = ours.new(io, 9)
+      t = Thread.new { gz.write(big) }
+      sleep 0.05
+      t.raise(RuntimeError, "stop")
+      expect { t.join }.to raise_error(RuntimeError, "stop")
+      gz.write("tail")
+      gz.close
+      expect(digest(Zlib.gunzip(io.string))).to eq(digest(big + "tail"))
+    end
+
     it "lets other threads run while a large input is deflated" do
       big = Random.new(5).bytes(8 * 1024 * 1024)
       counter = 0

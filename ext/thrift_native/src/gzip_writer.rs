@@ -319,6 +319,9 @@ pub struct GzipWriter {
     comment: Cell<VALUE>,
     /// nil, or the Encoding every written String is converted to (IO-style `encoding: "ext:int"` option).
     convert_to: Cell<VALUE>,
+    /// nil, or a Mutex held while a large input is deflated without the GVL: another thread that writes, flushes or
+    /// closes meanwhile waits on it, as Zlib's own per-stream mutex makes it wait. Made on first use.
+    lock: Cell<VALUE>,
     state: RefCell<State>,
 }
 
@@ -329,14 +332,21 @@ impl Default for GzipWriter {
             orig_name: Cell::new(QNIL),
             comment: Cell::new(QNIL),
             convert_to: Cell::new(QNIL),
+            lock: Cell::new(QNIL),
             state: RefCell::new(State::default()),
         }
     }
 }
 
 impl GzipWriter {
-    fn values(&self) -> [&Cell<VALUE>; 4] {
-        [&self.io, &self.orig_name, &self.comment, &self.convert_to]
+    fn values(&self) -> [&Cell<VALUE>; 5] {
+        [
+            &self.io,
+            &self.orig_name,
+            &self.comment,
+            &self.convert_to,
+            &self.lock,
+        ]
     }
 }
 
@@ -493,8 +503,32 @@ impl GzipWriter {
         st.header_done = true;
     }
 
+    /// Waits (GVL released) while another thread deflates a large input through this writer.
+    fn wait_idle(&self) -> Result<(), Error> {
+        while self.state.borrow().busy {
+            let m = self.lock.get();
+            // SAFETY: `m` is this writer's Mutex (made before `busy` was set); protect catches an interrupt raised
+            // while waiting, and the unlock cannot fail once the lock is ours.
+            protect(|| unsafe {
+                rb_sys::rb_mutex_lock(m);
+                rb_sys::rb_mutex_unlock(m)
+            })?;
+        }
+        Ok(())
+    }
+
+    fn lock(&self) -> Result<VALUE, Error> {
+        if rb::is_nil(self.lock.get()) {
+            // SAFETY: rb_mutex_new only allocates; protect catches a NoMemoryError.
+            let m = protect(|| unsafe { rb_sys::rb_mutex_new() })?;
+            self.lock.set(m);
+        }
+        Ok(self.lock.get())
+    }
+
     /// Zlib's `gzfile_write`: header if missing, deflate (sync flush in sync mode), one io.write of all the output.
     fn write_input(&self, input: Input) -> Result<(), Error> {
+        self.wait_idle()?;
         let (pending, sync) = {
             let mut st = self.state.borrow_mut();
             st.engine()?;
@@ -530,6 +564,10 @@ impl GzipWriter {
     }
 
     fn write_without_gvl(&self, input: Vec<u8>, mode: i64) -> Result<(), Error> {
+        let m = self.lock()?;
+        // SAFETY: the Mutex is unlocked (the writer was idle and no Ruby code ran since), so this cannot block;
+        // protect catches anything raised anyway.
+        protect(|| unsafe { rb_sys::rb_mutex_lock(m) })?;
         let (mut engine, mut out, mut crc) = {
             let mut st = self.state.borrow_mut();
             let engine = st.engine.take().ok_or_else(closed_error)?;
@@ -544,13 +582,18 @@ impl GzipWriter {
             crc.update(&input);
             engine.run(&input, &mut out, mode)
         });
-        let (pending, sync) = {
+        {
             let mut st = self.state.borrow_mut();
             st.busy = false;
             st.total_in = engine.total_in();
             st.engine = Some(engine);
             st.out = out;
             st.crc = crc;
+        }
+        // SAFETY: this thread locked the Mutex above, so unlocking cannot raise; protect is belt and braces.
+        protect(|| unsafe { rb_sys::rb_mutex_unlock(m) })?;
+        let (pending, sync) = {
+            let mut st = self.state.borrow_mut();
             match outcome.result {
                 Some(Ok(Ok(()))) => {}
                 Some(Ok(Err(z))) => return Err(z.into_ruby()),
@@ -613,6 +656,7 @@ impl GzipWriter {
 
     /// close/finish: header if missing, FINISH, footer, one io.write. The stream ends whatever happens.
     fn end(&self) -> Result<VALUE, Error> {
+        self.wait_idle()?;
         let io = self.io.get();
         let (pending, sync) = {
             let mut st = self.state.borrow_mut();
@@ -816,6 +860,7 @@ fn flush(rb_self: This, args: &[Value]) -> Result<Value, Error> {
         Some(v) if !v.is_nil() => fix2int(v.as_raw())?,
         _ => Z_SYNC_FLUSH,
     };
+    rb_self.wait_idle()?;
     let (pending, sync) = {
         let mut st = rb_self.state.borrow_mut();
         st.engine()?;
