@@ -19,6 +19,7 @@ end
 
 require_relative "thrift_native/version"
 require_relative "thrift_native/thrift_native"
+require_relative "thrift_native/gzip_writer"
 
 module ThriftNative
   # The native methods as they were right after loading: { Class => { name => UnboundMethod } }.

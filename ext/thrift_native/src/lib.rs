@@ -7,8 +7,10 @@ mod binary_protocol;
 mod bytes;
 mod errors;
 mod field_plan;
+mod gzip_writer;
 mod ivars;
 mod memory_buffer;
+mod nogvl;
 mod rb;
 mod registry;
 mod struct_codec;
@@ -49,6 +51,7 @@ fn define_everything(ruby: &Ruby, namespace: RModule) -> Result<(), Error> {
         .and_then(|_| struct_codec::init(ruby));
     registry::finish();
     defined?;
+    gzip_writer::init(ruby, namespace)?;
     namespace.define_singleton_method("method_changed", method!(method_changed, 2))?;
     Ok(())
 }
