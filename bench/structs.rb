@@ -7,7 +7,7 @@
 #   ruby bench/structs.rb pure|c|c-master|ours [seconds, unused]
 
 require "json"
-require_relative "accelerator"
+require_relative "../spec/support/accelerator"
 require_relative "../spec/support/codec_types"
 require_relative "../spec/support/codec_samples"
 

@@ -56,7 +56,7 @@ module CodecSamples
   def defaults(r)
     d = CodecTest::Defaults.new(must: i32(r))
     d.note = text(r) if r.rand(2).zero?
-    d.count = nil if r.rand(3).zero?
+    d.count = i32(r) if r.rand(3).zero?
     d
   end
 

@@ -1,6 +1,6 @@
 # frozen_string_literal: true
 
-# Loads one accelerator into this process for a benchmark child: pure Ruby, Debian's C accelerator (thrift 0.14),
+# Loads one accelerator into this process, for a spec or benchmark child process: pure Ruby, Debian's C accelerator (thrift 0.14),
 # a newer C accelerator from THRIFT_MASTER_RB (an apache/thrift checkout's lib/rb whose ext/ you built), or ours.
 module Accelerator
   class << self
@@ -24,7 +24,7 @@ module Accelerator
         abort "the master C accelerator did not load" unless $LOADED_FEATURES.include?(File.join(dir, "ext", "thrift_native.so"))
         @protocol_class = Thrift::BinaryProtocolAccelerated
       when "ours"
-        $LOAD_PATH.unshift File.expand_path("../lib", __dir__)
+        $LOAD_PATH.unshift File.expand_path("../../lib", __dir__)
         require "thrift_native"
         abort "thrift_native is not active" unless ThriftNative.active?
         @protocol_class = Thrift::BinaryProtocolAccelerated

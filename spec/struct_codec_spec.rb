@@ -1,0 +1,309 @@
+# frozen_string_literal: true
+
+require_relative "support/codec_types"
+require_relative "support/codec_samples"
+CodecTypes.load!
+
+RSpec.describe "Thrift::Struct and Thrift::Union read/write" do
+  include CodecTest
+
+  def buffer_prot(bytes = "".b, protocol = Thrift::BinaryProtocolAccelerated)
+    protocol.new(Thrift::MemoryBufferTransport.new(bytes))
+  end
+
+  def encode(obj, protocol = Thrift::BinaryProtocolAccelerated)
+    prot = buffer_prot("".b, protocol)
+    obj.write(prot)
+    prot.trans.read(prot.trans.available)
+  end
+
+  def decode(klass, bytes, protocol = Thrift::BinaryProtocolAccelerated)
+    klass.new.tap { |obj| obj.read(buffer_prot(bytes, protocol)) }
+  end
+
+  # The dispatch path: a protocol subclass (exactly as a user's own protocol would be).
+  let(:dispatching) { Class.new(Thrift::BinaryProtocolAccelerated) }
+
+  it "replaces read and write on Thrift::Struct and Thrift::Union with arity -1" do
+    [Thrift::Struct, Thrift::Union].each do |mod|
+      %i[read write].each do |m|
+        expect(mod.instance_method(m).arity).to eq(-1)
+        expect(mod.instance_method(m).source_location).to be_nil
+      end
+    end
+    expect(ThriftNative::NATIVE_METHODS[Thrift::Struct]).to contain_exactly(:read, :write)
+  end
+
+  describe "round trips" do
+    it "decodes what it encodes, for random instances of every type, on both paths" do
+      r = Random.new(7)
+      30.times do
+        sample = CodecSamples.everything(r)
+        bytes = encode(sample)
+        expect(encode(sample, dispatching)).to eq(bytes)
+        expect(encode(sample, Thrift::BinaryProtocol)).to eq(bytes)
+        [Thrift::BinaryProtocolAccelerated, dispatching, Thrift::BinaryProtocol].each do |protocol|
+          expect(decode(CodecTest::Everything, bytes, protocol)).to eq(sample)
+        end
+      end
+    end
+
+    it "writes exact bytes for a small struct" do
+      leaf = CodecTest::Leaf.new(id: 258, label: "é")
+      expect(encode(leaf)).to eq("\x08\x00\x01\x00\x00\x01\x02\x0B\x00\x02\x00\x00\x00\x02\xC3\xA9\x00".b)
+      expect(encode(CodecTest::Leaf.new)).to eq("\x00".b)
+    end
+
+    it "writes fields in id order and skips nil fields" do
+      s = CodecTest::Scalars.new(a_color: 1, a_bool: false)
+      expect(encode(s)).to eq("\x02\x00\x01\x00\x08\x00\x09\x00\x00\x00\x01\x00".b)
+    end
+
+    it "writes and reads unions" do
+      choice = CodecTest::Choice.new(:leaf, CodecTest::Leaf.new(id: 1))
+      bytes = encode(choice)
+      expect(bytes).to eq("\x0C\x00\x03\x08\x00\x01\x00\x00\x00\x01\x00\x00".b)
+      got = decode(CodecTest::Choice, bytes)
+      expect([got.get_set_field, got.get_value]).to eq([:leaf, CodecTest::Leaf.new(id: 1)])
+    end
+
+    it "handles UUID fields (type 16) whether or not thrift defines Types::UUID" do
+      u = CodecTest::WithUuid.new(id: "00112233-4455-6677-8899-AABBCCDDEEFF", ids: ["ffffffff-0000-0000-0000-000000000001"], n: 1)
+      bytes = encode(u)
+      expect(bytes).to eq(("\x10\x00\x01" + "\x00\x11\x22\x33\x44\x55\x66\x77\x88\x99\xAA\xBB\xCC\xDD\xEE\xFF" \
+                           "\x0F\x00\x02\x10\x00\x00\x00\x01" + "\xFF\xFF\xFF\xFF" + "\x00" * 11 + "\x01" \
+                           "\x08\x00\x03\x00\x00\x00\x01\x00").b)
+      got = decode(CodecTest::WithUuid, bytes)
+      expect([got.id, got.ids, got.n]).to eq(["00112233-4455-6677-8899-aabbccddeeff", ["ffffffff-0000-0000-0000-000000000001"], 1])
+      expect(decode(CodecTest::WithUuid, bytes, dispatching).id).to eq(got.id)
+    end
+
+    it "returns Sets, Hashes with frozen String keys, and UTF-8/BINARY strings as the C accelerator does" do
+      c = CodecTest::Containers.new(string_set: Set["x"], string_to_int: { "k" => 1 }, strings: ["é"], binaries: ["\xFF".b])
+      got = decode(CodecTest::Containers, encode(c))
+      expect(got.string_set).to be_a(Set).and eq(Set["x"])
+      expect(got.string_to_int.keys.first).to be_frozen
+      expect(got.strings.first.encoding).to eq(Encoding::UTF_8)
+      expect(got.binaries.first.encoding).to eq(Encoding::BINARY)
+    end
+
+    it "accepts an Array or a Hash for a set field, and rejects the wrong container type with TypeError" do
+      expect(encode(CodecTest::Containers.new(int_set: [1, 2]))).to eq(encode(CodecTest::Containers.new(int_set: Set[1, 2])))
+      expect(encode(CodecTest::Containers.new(int_set: { 1 => true }))).to eq(encode(CodecTest::Containers.new(int_set: Set[1])))
+      expect { encode(CodecTest::Containers.new(i32s: Set[1])) }.to raise_error(TypeError, "wrong argument type Set (expected Array)")
+      expect { encode(CodecTest::Containers.new(string_to_int: [[1, 2]])) }.to raise_error(TypeError, "wrong argument type Array (expected Hash)")
+    end
+
+    it "raises the protocol's errors for bad values, on both paths" do
+      [Thrift::BinaryProtocolAccelerated, dispatching].each do |protocol|
+        expect { encode(CodecTest::Leaf.new(id: 2**31), protocol) }.to raise_error(RangeError, "integer out of bounds")
+        expect { encode(CodecTest::Containers.new(i32s: [1, nil]), protocol) }.to raise_error(StandardError, "nil argument not allowed!")
+        expect { encode(CodecTest::Leaf.new(label: :sym), protocol) }.to raise_error(StandardError, "Value should be a string")
+        expect { encode(CodecTest::WithUuid.new(id: "nope"), protocol) }.to raise_error(Thrift::ProtocolException, "Invalid UUID format")
+      end
+    end
+  end
+
+  describe "reading" do
+    it "resets fields to their defaults (dup'ed) before reading, and leaves unset nil fields alone" do
+      d = CodecTest::Defaults.new(must: 1, note: "old")
+      d.name << "!"
+      d.count = 99
+      d.read(buffer_prot("\x08\x00\x05\x00\x00\x00\x02\x00".b))
+      expect([d.count, d.name, d.note, d.must, d.numbers]).to eq([7, "default name", nil, 2, [1, 2, 3]])
+      expect(d.name).not_to equal(CodecTest::Defaults::FIELDS[CodecTest::Defaults::NAME][:default])
+    end
+
+    it "gives nested structs their defaults without calling initialize, and calls new for a class with its own" do
+      e = decode(CodecTest::Everything, encode(CodecTest::Everything.new(defaults: CodecTest::Defaults.new(must: 5), version: 1)))
+      expect(e.defaults).to eq(CodecTest::Defaults.new(must: 5))
+      expect(e.defaults.instance_variables).to eq(CodecTest::Defaults.new(must: 5).instance_variables)
+      before = CodecTest::Counted.instances
+      h = decode(CodecTest::HoldsCounted, encode(CodecTest::HoldsCounted.new(counted: CodecTest::Counted.new(n: nil))))
+      expect(CodecTest::Counted.instances - before).to eq(2) # ours for encode's argument, and one by the codec
+      expect(h.counted.n).to eq(4)
+    end
+
+    it "skips unknown and type-mismatched fields through prot.skip(type) with one argument" do
+      bytes = "\x08\x00\x63\x00\x00\x00\x01\x0B\x00\x01\x00\x00\x00\x00\x08\x00\x01\x00\x00\x00\x05\x00".b
+      prot = buffer_prot(bytes)
+      expect(prot).to receive(:skip).with(Thrift::Types::I32).and_call_original
+      expect(prot).to receive(:skip).with(Thrift::Types::STRING).and_call_original
+      leaf = CodecTest::Leaf.new
+      leaf.read(prot)
+      expect(leaf.id).to eq(5)
+    end
+
+    it "skips a list whose element type does not match, giving nil" do
+      bytes = "\x0F\x00\x04\x0B\x00\x00\x00\x01\x00\x00\x00\x01z\x00".b
+      expect(decode(CodecTest::Containers, bytes).i32s).to be_nil
+    end
+
+    it "calls validate after reading" do
+      bytes = encode(CodecTest::Scalars.new(a_color: 1)).sub("\x00\x00\x00\x01".b, "\x00\x00\x00\x09".b)
+      expect { decode(CodecTest::Scalars, bytes) }.to raise_error(Thrift::ProtocolException, "Invalid value of field a_color!")
+    end
+
+    it "raises FrozenError for a frozen target with fields set" do
+      leaf = CodecTest::Leaf.new(id: 1).freeze
+      expect { leaf.read(buffer_prot("\x00".b)) }.to raise_error(FrozenError)
+    end
+
+    describe "bad input" do
+      it "raises EOFError for truncated data at every length, leaving transport and target usable" do
+        bytes = encode(CodecSamples.everything(Random.new(3)))
+        (0...bytes.bytesize).step(7) do |n|
+          prot = buffer_prot(bytes.byteslice(0, n))
+          expect { CodecTest::Everything.new.read(prot) }.to raise_error(EOFError)
+        end
+        prot = buffer_prot("".b)
+        target = CodecTest::Leaf.new
+        expect { target.read(prot) }.to raise_error(EOFError)
+        prot.trans.write(encode(CodecTest::Leaf.new(id: 3)))
+        target.read(prot)
+        expect(target.id).to eq(3)
+      end
+
+      it "raises NEGATIVE_SIZE for negative container sizes" do
+        ["\x0F\x00\x04\x08\xFF\xFF\xFF\xFF", "\x0D\x00\x0C\x0B\x08\x80\x00\x00\x00", "\x0E\x00\x0A\x08\xFF\xFF\xFF\xFE"].each do |b|
+          expect { decode(CodecTest::Containers, b.b) }.to raise_error(Thrift::ProtocolException, "Negative size") { |e|
+            expect(e.type).to eq(Thrift::ProtocolException::NEGATIVE_SIZE)
+          }
+        end
+      end
+
+      it "never allocates in proportion to a declared size" do
+        huge_list = "\x0F\x00\x04\x08\x7F\xFF\xFF\xFF\x00\x00\x00\x01".b
+        huge_string = "\x0B\x00\x02\x7F\xFF\xFF\xFFabc".b
+        huge_map = "\x0D\x00\x0C\x0B\x08\x7F\xFF\xFF\xFF".b
+        rss_before = File.read("/proc/self/status")[/VmRSS:\s+(\d+)/, 1].to_i
+        [[CodecTest::Containers, huge_list], [CodecTest::Leaf, huge_string], [CodecTest::Containers, huge_map]].each do |klass, bytes|
+          allocated = allocations { expect { decode(klass, bytes) }.to raise_error(EOFError) }
+          expect(allocated).to be < 200
+        end
+        expect(File.read("/proc/self/status")[/VmRSS:\s+(\d+)/, 1].to_i - rss_before).to be < 20_000
+      end
+
+      it "raises DEPTH_LIMIT at any input depth without overflowing the stack" do
+        [70, 100_000].each do |levels|
+          bytes = ("\x0C\x00\x06" * levels).b + ("\x00" * levels).b
+          expect { decode(CodecTest::Everything, bytes) }.to raise_error(Thrift::ProtocolException, "Maximum recursion depth exceeded") { |e|
+            expect(e.type).to eq(Thrift::ProtocolException::DEPTH_LIMIT)
+          }
+        end
+      end
+
+      it "takes the depth budget from the second argument, as upstream" do
+        nested = CodecTest::Everything.new(version: 1, child: CodecTest::Everything.new(version: 2, child: CodecTest::Everything.new(version: 3)))
+        bytes = encode(nested)
+        expect { CodecTest::Everything.new.read(buffer_prot(bytes), 2) }.to raise_error(Thrift::ProtocolException, "Maximum recursion depth exceeded")
+        CodecTest::Everything.new.read(buffer_prot(bytes), 3)
+        expect { nested.write(buffer_prot, 2) }.to raise_error(Thrift::ProtocolException, "Maximum recursion depth exceeded")
+        expect { nested.write(buffer_prot, 0) }.to raise_error(Thrift::ProtocolException) { |e| expect(e.type).to eq(Thrift::ProtocolException::DEPTH_LIMIT) }
+        expect { nested.write }.to raise_error(ArgumentError, "wrong number of arguments (given 0, expected 1..2)")
+        expect { nested.read(buffer_prot, nil) }.to raise_error(TypeError)
+        expect { nested.read(buffer_prot, 2**40) }.to raise_error(RangeError)
+      end
+    end
+  end
+
+  describe "unions" do
+    it "rejects a second field" do
+      bytes = "\x08\x00\x01\x00\x00\x00\x01\x08\x00\x01\x00\x00\x00\x02\x00".b
+      expect { decode(CodecTest::Choice, bytes) }.to raise_error(Thrift::ProtocolException, "too many fields in union!") { |e|
+        expect(e.type).to eq(Thrift::ProtocolException::INVALID_DATA)
+      }
+    end
+
+    it "raises for an empty union (skip(STOP) in BaseProtocol#skip) and for a set field that is not one of its fields" do
+      expect { decode(CodecTest::Choice, "\x00".b) }.to raise_error(Thrift::ProtocolException)
+      bad = CodecTest::Choice.new(:number, 1)
+      bad.instance_variable_set(:@setfield, :nope)
+      expect { encode(bad) }.to raise_error(Thrift::ProtocolException, "set_field is not valid for this union!")
+    end
+
+    it "stores @setfield as a Symbol" do
+      got = decode(CodecTest::Choice, encode(CodecTest::Choice.new(:text, "hi")))
+      expect(got.instance_variable_get(:@setfield)).to eq(:text)
+    end
+  end
+
+  describe "field plans" do
+    it "are rebuilt when the class's FIELDS changes" do
+      klass = Class.new do
+        include ::Thrift::Struct
+        include ::Thrift::Struct_Union
+        const_set(:FIELDS, { 1 => { type: ::Thrift::Types::I32, name: "a" } })
+        def struct_fields = self.class::FIELDS
+        def validate; end
+        ::Thrift::Struct.generate_accessors self
+      end
+      obj = klass.new(a: 5)
+      expect(encode(obj)).to eq("\x08\x00\x01\x00\x00\x00\x05\x00".b)
+      klass.send(:remove_const, :FIELDS)
+      klass.const_set(:FIELDS, { 2 => { type: ::Thrift::Types::I64, name: "a" } })
+      expect(encode(obj)).to eq("\x0A\x00\x02\x00\x00\x00\x00\x00\x00\x00\x05\x00".b)
+    end
+  end
+
+  describe "allocations" do
+    it "decoding allocates only the objects the result holds" do
+      small = CodecSamples.small
+      bytes = encode(small)
+      trans = Thrift::MemoryBufferTransport.new
+      prot = Thrift::BinaryProtocolAccelerated.new(trans)
+      target = CodecTest::Small.new
+      # the struct is reused: what remains is the two Strings it holds (name and payload)
+      expect(allocations_per(100) { trans.reset_buffer(bytes); target.read(prot) }).to eq(200)
+      expect(target).to eq(small)
+    end
+
+    it "nested structs and containers allocate exactly what they hold" do
+      c = CodecTest::Containers.new(leaves: [CodecTest::Leaf.new(id: 1), CodecTest::Leaf.new(id: 2)], i32s: [1, 2, 3],
+                                    string_to_int: { "one" => 1 }, int_set: Set[1, 2])
+      bytes = encode(c)
+      trans = Thrift::MemoryBufferTransport.new
+      prot = Thrift::BinaryProtocolAccelerated.new(trans)
+      target = CodecTest::Containers.new
+      # leaves: Array + 2 Leafs; i32s: Array; string_to_int: Hash + key; int_set: Set + its Hash
+      expect(allocations_per(50) { trans.reset_buffer(bytes); target.read(prot) }).to eq(50 * 8)
+      expect(target).to eq(c)
+    end
+
+    it "encoding into a MemoryBufferTransport allocates nothing per struct" do
+      large = CodecSamples.large(3, 3)
+      small = CodecSamples.small
+      trans = Thrift::MemoryBufferTransport.new
+      prot = Thrift::BinaryProtocolAccelerated.new(trans)
+      large.write(prot)
+      trans.reset_buffer
+      expect(allocations_per(20) { small.write(prot) }).to eq(0)
+      trans.reset_buffer
+      expect(allocations_per(2) { large.write(prot) }).to eq(0)
+    end
+  end
+
+  describe "GC" do
+    it "decodes correctly under GC.stress" do
+      sample = CodecSamples.everything(Random.new(11))
+      bytes = encode(sample)
+      GC.stress = true
+      got = decode(CodecTest::Everything, bytes)
+      again = encode(got)
+      GC.stress = false
+      expect(got).to eq(sample)
+      expect(again).to eq(bytes)
+    ensure
+      GC.stress = false
+    end
+
+    it "survives compaction between and around decoding, with plans cached" do
+      samples = Array.new(5) { |i| CodecSamples.everything(Random.new(i)) }
+      encoded = samples.map { |s| encode(s) }
+      GC.compact
+      GC.verify_compaction_references(double_heap: true, toward: :empty)
+      expect(encoded.map { |b| decode(CodecTest::Everything, b) }).to eq(samples)
+      expect(samples.map { |s| encode(s) }).to eq(encoded)
+    end
+  end
+end
