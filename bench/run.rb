@@ -44,20 +44,45 @@ def table(results)
     speedup = c && ours ? format("%.2fx", c["ns_per_call"] / ours["ns_per_call"]) : "n/a"
     [op, *IMPLS.map { |i| fmt_ns(by_impl[i]) }, speedup, *IMPLS.map { |i| fmt_obj(by_impl[i]) }]
   end
+  render(header, rows)
+end
+
+def struct_table(results)
+  header = ["scenario", *IMPLS.map { |i| "#{LABELS[i]} s" }, "vs C", *IMPLS.map { |i| "#{LABELS[i]} obj/op" }]
+  rows = results.map do |op, by_impl|
+    c, ours = by_impl["c-master"] || by_impl["c"], by_impl["ours"]
+    any = by_impl.values.first
+    label = "#{op} (#{any["count"]}x, #{any["bytes"]} B)"
+    speedup = c && ours ? format("%.2fx", c["seconds"] / ours["seconds"]) : "n/a"
+    [label, *IMPLS.map { |i| by_impl[i] ? format("%.4f", by_impl[i]["seconds"]) : "n/a" }, speedup,
+     *IMPLS.map { |i| by_impl[i] ? format("%.2f", by_impl[i]["objects_per_op"]) : "n/a" }]
+  end
+  render(header, rows)
+end
+
+def render(header, rows)
   widths = header.each_index.map { |i| ([header] + rows).map { |r| r[i].size }.max }
   line = ->(r) { "| " + r.each_with_index.map { |c, i| i.zero? ? c.ljust(widths[i]) : c.rjust(widths[i]) }.join(" | ") + " |" }
   [line.call(header), "|" + widths.map { |w| "-" * (w + 2) }.join("|") + "|", *rows.map(&line)].join("\n")
+end
+
+def save(name, results)
+  Dir.mkdir(RESULTS_DIR) unless Dir.exist?(RESULTS_DIR)
+  path = File.join(RESULTS_DIR, "#{name}.json")
+  File.write(path, JSON.pretty_generate(
+    recorded_at: Time.now.utc.iso8601, ruby: RUBY_DESCRIPTION, seconds_per_measurement: SECONDS.to_f, results: results
+  ))
+  puts "\nsaved #{path}"
 end
 
 primitives = run_suite("primitives.rb")
 puts "\nBinary protocol primitives over a MemoryBufferTransport (ns/call and objects/call; " \
      "'vs C' = C time / thrift_native time, the newest C measured; n/a: thrift 0.14 has no UUID support)\n\n"
 puts table(primitives)
+save("primitives", primitives)
 
-Dir.mkdir(RESULTS_DIR) unless Dir.exist?(RESULTS_DIR)
-path = File.join(RESULTS_DIR, "primitives.json")
-File.write(path, JSON.pretty_generate(
-  recorded_at: Time.now.utc.iso8601, ruby: RUBY_DESCRIPTION, seconds_per_measurement: SECONDS.to_f,
-  results: primitives
-))
-puts "\nsaved #{path}"
+structs = run_suite("structs.rb")
+puts "\nStruct read/write, binary protocol over a MemoryBufferTransport (total seconds for the count, objects per " \
+     "read or write; a read's objects include the 2 that `Small.new` itself makes and the objects the result holds)\n\n"
+puts struct_table(structs)
+save("structs", structs)
