@@ -34,7 +34,8 @@ module ThriftNative
       LOADED_METHODS.flat_map do |klass, methods|
         methods.filter_map do |name, loaded|
           current = klass.instance_method(name) if klass.method_defined?(name) || klass.private_method_defined?(name)
-          "#{klass}##{name}" unless current == loaded
+          # A native method has no source location; a Ruby one defined over ours (or instead of it) has one.
+          "#{klass}##{name}" unless current == loaded && current.source_location.nil?
         end
       end
     end

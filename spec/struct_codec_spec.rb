@@ -87,6 +87,16 @@ RSpec.describe "Thrift::Struct and Thrift::Union read/write" do
       expect(got.binaries.first.encoding).to eq(Encoding::BINARY)
     end
 
+    it "does not freeze a String key that a protocol method returned (only Strings it made itself)" do
+      key = +"k"
+      returning_key = Class.new(Thrift::BinaryProtocolAccelerated) do
+        define_method(:read_string) { super() && key }
+      end
+      got = decode(CodecTest::Containers, encode(CodecTest::Containers.new(string_to_int: { "x" => 1 })), returning_key)
+      expect(key).not_to be_frozen
+      expect(got.string_to_int).to eq({ "k" => 1 })
+    end
+
     it "accepts an Array or a Hash for a set field, and rejects the wrong container type with TypeError" do
       expect(encode(CodecTest::Containers.new(int_set: [1, 2]))).to eq(encode(CodecTest::Containers.new(int_set: Set[1, 2])))
       expect(encode(CodecTest::Containers.new(int_set: { 1 => true }))).to eq(encode(CodecTest::Containers.new(int_set: Set[1])))

@@ -613,8 +613,9 @@ fn read_any(ruby: &Ruby, r: &mut Reader, info: &TypeInfo, depth: i64) -> Result<
                 Some(e) => {
                     let set = r.call_on(thrift().set_class, m().new)?;
                     for _ in 0..n {
+                        let made_here = r.is_fast();
                         let v = read_any(ruby, r, e, depth)?;
-                        set_add(r, set, v)?;
+                        set_add(r, set, v, made_here)?;
                     }
                     set
                 }
@@ -635,9 +636,10 @@ fn read_any(ruby: &Ruby, r: &mut Reader, info: &TypeInfo, depth: i64) -> Result<
                     // SAFETY: rb_hash_new only allocates.
                     let hash = unsafe { rb_sys::rb_hash_new() };
                     for _ in 0..n {
+                        let made_here = r.is_fast();
                         let key = read_any(ruby, r, k, depth)?;
                         let value = read_any(ruby, r, v, depth)?;
-                        hash_store(r, hash, key, value)?;
+                        hash_store(r, hash, key, value, made_here)?;
                     }
                     hash
                 }
@@ -659,11 +661,14 @@ fn read_any(ruby: &Ruby, r: &mut Reader, info: &TypeInfo, depth: i64) -> Result<
     }
 }
 
-/// `hash[key] = value`. A String key read here is frozen first, so Hash keeps it instead of a frozen copy.
-fn hash_store(r: &mut Reader, hash: VALUE, key: VALUE, val: VALUE) -> Result<(), Error> {
+/// `hash[key] = value`. A String key that the fast path made (`made_here`) is frozen first, so that Hash keeps it
+/// instead of making a frozen copy; a String from a protocol method is left as it is, as Hash#[]= leaves it.
+fn hash_store(r: &mut Reader, hash: VALUE, key: VALUE, val: VALUE, made_here: bool) -> Result<(), Error> {
     let simple = if rb::is_string(key) {
-        // SAFETY: `key` is a String this codec just made; nothing else refers to it yet.
-        unsafe { rb_sys::rb_obj_freeze(key) };
+        if made_here {
+            // SAFETY: `key` is a String this codec just made; nothing else refers to it yet.
+            unsafe { rb_sys::rb_obj_freeze(key) };
+        }
         true
     } else {
         rb::is_special_const(key)
@@ -678,10 +683,10 @@ fn hash_store(r: &mut Reader, hash: VALUE, key: VALUE, val: VALUE) -> Result<(),
 }
 
 /// Adds to a Set: into its @hash as Set#add does (Ruby 3.1's Set), else through `add`.
-fn set_add(r: &mut Reader, set: VALUE, item: VALUE) -> Result<(), Error> {
+fn set_add(r: &mut Reader, set: VALUE, item: VALUE, made_here: bool) -> Result<(), Error> {
     let hash = rb::ivar_get(set, m().set_hash);
     if rb::builtin_type(hash) == Some(rb_sys::ruby_value_type::RUBY_T_HASH) {
-        return hash_store(r, hash, item, rb::QTRUE);
+        return hash_store(r, hash, item, rb::QTRUE, made_here);
     }
     r.call_on_with(set, m().add, &[value(item)]).map(drop)
 }
