@@ -193,3 +193,12 @@ pub fn pin_forever(v: VALUE) {
     // SAFETY: rb_gc_register_mark_object only records `v` in a GC root list.
     unsafe { rb_sys::rb_gc_register_mark_object(v) }
 }
+
+/// The length of an Array.
+///
+/// # Safety
+/// `ary` must be an Array (T_ARRAY).
+#[inline(always)]
+pub unsafe fn array_len(ary: VALUE) -> usize {
+    get_default().rarray_len(ary) as usize
+}

@@ -663,7 +663,13 @@ fn read_any(ruby: &Ruby, r: &mut Reader, info: &TypeInfo, depth: i64) -> Result<
 
 /// `hash[key] = value`. A String key that the fast path made (`made_here`) is frozen first, so that Hash keeps it
 /// instead of making a frozen copy; a String from a protocol method is left as it is, as Hash#[]= leaves it.
-fn hash_store(r: &mut Reader, hash: VALUE, key: VALUE, val: VALUE, made_here: bool) -> Result<(), Error> {
+fn hash_store(
+    r: &mut Reader,
+    hash: VALUE,
+    key: VALUE,
+    val: VALUE,
+    made_here: bool,
+) -> Result<(), Error> {
     let simple = if rb::is_string(key) {
         if made_here {
             // SAFETY: `key` is a String this codec just made; nothing else refers to it yet.
@@ -1039,14 +1045,9 @@ fn write_any(
                 .as_deref()
                 .ok_or_else(|| missing_info(ruby, ":element"))?;
             // SAFETY: `v` is an Array.
-            let len = unsafe {
-                rb_sys::stable_api::StableApiDefinition::rarray_len(
-                    rb_sys::stable_api::get_default(),
-                    v,
-                )
-            };
-            w.list_begin(m().write_list_begin, e.code, len as usize)?;
-            for i in 0..len {
+            let len = unsafe { rb::array_len(v) };
+            w.list_begin(m().write_list_begin, e.code, len)?;
+            for i in 0..len as i64 {
                 // Re-read each element: Ruby code run by a nested validate may have changed the Array.
                 let item = ary_entry(v, i)?;
                 write_any(ruby, w, e, item, depth)?;
@@ -1073,13 +1074,10 @@ fn write_any(
             } else {
                 // The C accelerator's iteration: `hash.keys`, then `hash[key]` for each.
                 let keys = w.ruby(|| call(v, m().keys, &[]))?;
-                let n = unsafe {
-                    rb_sys::stable_api::StableApiDefinition::rarray_len(
-                        rb_sys::stable_api::get_default(),
-                        keys,
-                    )
-                };
-                for i in 0..n {
+                check_type(keys, RUBY_T_ARRAY)?;
+                // SAFETY: `keys` is an Array.
+                let n = unsafe { rb::array_len(keys) };
+                for i in 0..n as i64 {
                     let key = ary_entry(keys, i)?;
                     // SAFETY: protected; Hash#[] may call the key's Ruby #hash.
                     let item = protect(|| unsafe { rb_sys::rb_hash_aref(v, key) })?;
@@ -1120,11 +1118,10 @@ fn write_set(ruby: &Ruby, w: &mut Writer, e: &TypeInfo, v: VALUE, depth: i64) ->
         w.ruby(|| call(v, m().keys, &[]))?
     };
     check_type(items, RUBY_T_ARRAY)?;
-    let api = rb_sys::stable_api::get_default();
     // SAFETY: `items` is an Array.
-    let len = unsafe { rb_sys::stable_api::StableApiDefinition::rarray_len(api, items) };
-    w.list_begin(m().write_set_begin, e.code, len as usize)?;
-    for i in 0..len {
+    let len = unsafe { rb::array_len(items) };
+    w.list_begin(m().write_set_begin, e.code, len)?;
+    for i in 0..len as i64 {
         let item = ary_entry(items, i)?;
         write_any(ruby, w, e, item, depth)?;
     }
@@ -1141,6 +1138,10 @@ struct PairContext<'a> {
     error: Option<Error>,
 }
 
+/// rb_hash_foreach's callback: writes one pair.
+///
+/// # Safety
+/// `arg` must be the address of a live `PairContext` (as `each_pair` passes it).
 unsafe extern "C" fn write_pair(key: VALUE, val: VALUE, arg: VALUE) -> std::os::raw::c_int {
     const ST_CONTINUE: std::os::raw::c_int = 0;
     const ST_STOP: std::os::raw::c_int = 1;
