@@ -8,6 +8,7 @@ mod bytes;
 mod errors;
 mod ivars;
 mod memory_buffer;
+mod protocol;
 mod rb;
 mod registry;
 mod thrift;

@@ -22,6 +22,7 @@ pub const FALLBACK_TRANSPORT_NEGATIVE_SIZE: i64 = 5;
 pub struct ProtocolErrorCodes {
     pub invalid_data: i64,
     pub negative_size: i64,
+    pub size_limit: i64,
     pub bad_version: i64,
 }
 
@@ -130,6 +131,7 @@ pub fn probe(ruby: &Ruby) -> Result<&'static Thrift, Error> {
     let codes = ProtocolErrorCodes {
         invalid_data: code("INVALID_DATA")?,
         negative_size: code("NEGATIVE_SIZE")?,
+        size_limit: code("SIZE_LIMIT")?,
         bad_version: code("BAD_VERSION")?,
     };
     let (uuid_type, has_uuid_type) = optional_integer(ruby, types, "UUID", FALLBACK_UUID_TYPE)?;

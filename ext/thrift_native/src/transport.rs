@@ -8,8 +8,9 @@ use rb_sys::VALUE;
 
 use crate::ivars::IvarSlot;
 use crate::memory_buffer::{self, MemoryBuffer};
-use crate::thrift::ids;
-use crate::{bytes, rb};
+use crate::thrift::{ids, thrift};
+use crate::{bytes, errors, rb};
+use thrift_native_core::uuid;
 
 pub fn value(v: VALUE) -> Value {
     // SAFETY: every VALUE passed here is a live Ruby object held on the stack or by a pinned root.
@@ -85,6 +86,21 @@ impl Input {
         }
     }
 
+    /// `trans.read_all(16)` as UUID text (lowercase, dashed, ASCII-8BIT). On the fast path the text is made straight
+    /// from the buffer's bytes.
+    pub fn read_uuid(&mut self, ruby: &Ruby) -> Result<VALUE, Error> {
+        match self {
+            Input::Buffer(mb) => mb.read_with(ruby, 16, |b| {
+                let b: &[u8; 16] = b.try_into().expect("read_with hands over exactly 16 bytes");
+                rb::binary_string(&uuid::format(b))
+            }),
+            Input::Transport { .. } => {
+                let data = self.read_all(ruby, 16)?;
+                uuid_text_of(data)
+            }
+        }
+    }
+
     /// `Bytes.convert_to_string(trans.read_all(n))`; on the fast path the UTF-8 String is made directly.
     pub fn read_utf8(&mut self, ruby: &Ruby, n: usize) -> Result<VALUE, Error> {
         match self {
@@ -92,6 +108,23 @@ impl Input {
             Input::Transport { .. } => bytes::convert_to_string(self.read_all(ruby, n)?),
         }
     }
+}
+
+/// The UUID text of 16 bytes a transport returned; anything else is INVALID_DATA (the C accelerator would read
+/// past the end of a shorter String).
+fn uuid_text_of(data: VALUE) -> Result<VALUE, Error> {
+    if rb::is_string(data) {
+        // SAFETY: `data` is a String; the slice is dropped before the allocation.
+        let bytes = unsafe { rb::str_bytes(data) };
+        if let Ok(b) = <&[u8; 16]>::try_from(bytes) {
+            let text = uuid::format(b);
+            return Ok(rb::binary_string(&text));
+        }
+    }
+    Err(errors::protocol(
+        thrift().codes.invalid_data,
+        "Invalid UUID data length",
+    ))
 }
 
 /// Where a protocol's writes go.
