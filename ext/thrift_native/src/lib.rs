@@ -5,6 +5,7 @@
 
 mod binary_protocol;
 mod bytes;
+mod compact_protocol;
 mod errors;
 mod ivars;
 mod memory_buffer;
@@ -40,7 +41,9 @@ fn define_everything(ruby: &Ruby, namespace: RModule) -> Result<(), Error> {
     features.freeze();
     namespace.const_set("THRIFT_FEATURES", features)?;
     registry::start(ruby, namespace)?;
-    let defined = binary_protocol::init(ruby).and_then(|_| memory_buffer::init(ruby));
+    let defined = binary_protocol::init(ruby)
+        .and_then(|_| compact_protocol::init(ruby))
+        .and_then(|_| memory_buffer::init(ruby));
     registry::finish();
     defined?;
     namespace.define_singleton_method("method_changed", method!(method_changed, 2))?;

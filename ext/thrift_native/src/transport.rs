@@ -10,6 +10,7 @@ use crate::ivars::IvarSlot;
 use crate::memory_buffer::{self, MemoryBuffer};
 use crate::thrift::{ids, thrift};
 use crate::{bytes, errors, rb};
+use thrift_native_core::compact::VarintStep;
 use thrift_native_core::uuid;
 
 pub fn value(v: VALUE) -> Value {
@@ -76,6 +77,24 @@ impl Input {
         }
     }
 
+    /// A compact varint: decoded from the buffer in one go on the fast path, else one `trans.read_byte` per byte
+    /// as the C accelerator reads it.
+    #[inline(always)]
+    pub fn read_varint<R: VarintStep>(&mut self, ruby: &Ruby) -> Result<R::Output, Error> {
+        match self {
+            Input::Buffer(mb) => mb.read_varint::<R>(ruby),
+            Input::Transport { .. } => {
+                let mut reader = R::default();
+                loop {
+                    let b = self.read_byte(ruby)? as u8;
+                    if let Some(v) = reader.step(b).map_err(|e| errors::from_core(ruby, e))? {
+                        return Ok(v);
+                    }
+                }
+            }
+        }
+    }
+
     /// `trans.read_all(n)`: a BINARY String of n bytes.
     pub fn read_all(&mut self, ruby: &Ruby, n: usize) -> Result<VALUE, Error> {
         match self {
@@ -128,6 +147,7 @@ fn uuid_text_of(data: VALUE) -> Result<VALUE, Error> {
 }
 
 /// Where a protocol's writes go.
+#[derive(Clone, Copy)]
 pub enum Output {
     Buffer(VALUE),
     Transport(VALUE),
@@ -153,6 +173,18 @@ impl Output {
                 value(trans)
                     .funcall::<_, _, Value>(method_id(ids().write), (s,))
                     .map(|_| ())
+            }
+        }
+    }
+
+    /// Appends a String's bytes, or `trans.write` of a fresh BINARY copy of them (the C accelerator's `WRITE`).
+    pub fn write_copy_of(&self, s: VALUE) -> Result<(), Error> {
+        match *self {
+            Output::Buffer(buf) => rb::str_cat_str(buf, s),
+            Output::Transport(_) => {
+                // SAFETY: `s` is a String; rb_str_new (in `write`) copies the bytes before any Ruby code can run,
+                // as the fast path's `read_with` does.
+                self.write(unsafe { rb::str_bytes(s) })
             }
         }
     }

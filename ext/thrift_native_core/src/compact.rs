@@ -3,14 +3,6 @@
 
 use crate::CoreError;
 
-/// The first byte of every compact message (0x82, read as a signed byte).
-pub const PROTOCOL_ID: i8 = -126;
-pub const VERSION: u8 = 1;
-pub const VERSION_MASK: u8 = 0x1f;
-pub const TYPE_MASK: u8 = 0xe0;
-pub const TYPE_BITS: u8 = 0x07;
-pub const TYPE_SHIFT_AMOUNT: u32 = 5;
-
 /// The longest varints: 5 bytes for 32 bits, 10 for 64.
 pub const MAX_VARINT32_BYTES: usize = 5;
 pub const MAX_VARINT64_BYTES: usize = 10;
