@@ -494,6 +494,15 @@ RSpec.describe Thrift::CompactProtocol do
       prot.instance_variable_set(:@last_field, [0].freeze)
       expect { prot.read_struct_begin }.to raise_error(FrozenError)
     end
+
+    it "reads the transport afresh after a stack entry's to_int has run Ruby code" do
+      entry = Object.new
+      t = trans
+      entry.define_singleton_method(:to_int) { t.reset_buffer("".b) && 1 }
+      feed("\x05\x02")
+      prot.instance_variable_set(:@last_field, [entry])
+      expect { prot.read_field_begin }.to raise_error(EOFError)
+    end
   end
 
   describe "the dispatch path" do

@@ -349,8 +349,7 @@ fn read_struct_begin(rb_self: Value) -> Result<(), Error> {
 
 fn read_field_begin(ruby: &Ruby, rb_self: Value) -> Result<RArray, Error> {
     let this = rb_self.as_raw();
-    let mut input = input(rb_self);
-    let header = input.read_byte(ruby)? as u8;
+    let header = input(rb_self).read_byte(ruby)? as u8;
     let compact_type = header & 0x0f;
     if compact_type == ctype::STOP {
         return Ok(ruby.ary_new_from_values(&[ruby.qnil().as_value(), int(0), int(0)]));
@@ -358,7 +357,9 @@ fn read_field_begin(ruby: &Ruby, rb_self: Value) -> Result<RArray, Error> {
     let delta = header >> 4;
     let id = if delta == 0 {
         pop_field_id(this)?;
-        i32::from(read_i16_from(ruby, &mut input)?)
+        // Popping may have run Ruby code (`to_int` of a stack entry that is not an Integer): look at the transport
+        // afresh.
+        i32::from(read_i16_from(ruby, &mut input(rb_self))?)
     } else {
         pop_field_id(this)?.wrapping_add(delta.into())
     };

@@ -167,7 +167,7 @@ impl MemoryBuffer {
     /// bytes, the bytes up to the one that broke a limit, or all that remain before EOFError.
     #[inline(always)]
     pub fn read_varint<R: VarintStep>(&mut self, ruby: &Ruby) -> Result<R::Output, Error> {
-        let rest = &self.bytes()[self.index..];
+        let rest = self.bytes().get(self.index..).unwrap_or_default();
         let (result, consumed) = decode_varint::<R>(&rest[..rest.len().min(MAX_VARINT64_BYTES)]);
         self.advance_bytewise(consumed)?;
         result.map_err(|e| errors::from_core(ruby, e))
