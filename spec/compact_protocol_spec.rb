@@ -583,6 +583,27 @@ RSpec.describe Thrift::CompactProtocol do
         .to eq([[nil, Thrift::Types::BOOL, 3], true, -2, "ok", -2.5, "00112233-4455-6677-8899-aabbccddeeff"])
     end
 
+    it "gives the same errors and leaves the same bytes unread for bad input" do
+      sub = Class.new(Thrift::MemoryBufferTransport)
+      inputs = ["\x80\x80\x80\x80\x80\x01\x02", "\x80\x80\x80\x80\x10\x02", "\x80\x80", "#{"\x80" * 11}\x02",
+                "\xFF\xFF\xFF\xFF\x07abc", "\x80\x80\x80\x80\x08\x01", "\x1E\x01", "\xF5\x80\x80\x80\x80\x08",
+                "\x01\xE8", "\x05abc", "\x81", "\x82\x02", "\x82\x21\x00\x05ab", "\x05\x80"]
+      methods = %i[read_i16 read_i32 read_i64 read_binary read_string read_field_begin read_list_begin read_map_begin
+                   read_message_begin read_double read_uuid]
+      outcome = lambda do |t, m|
+        result = begin
+          described_class.new(t).public_send(m)
+        rescue StandardError => e
+          [e.class, e.message, e.respond_to?(:type) ? e.type : nil]
+        end
+        [result, t.available]
+      end
+      inputs.product(methods).each do |bytes, m|
+        plain = outcome.call(Thrift::MemoryBufferTransport.new(bytes.b), m)
+        expect(outcome.call(sub.new(bytes.b), m)).to eq(plain), "#{m} of #{bytes.inspect}"
+      end
+    end
+
     it "gives the same results, bytes and buffer state as the fast path" do
       sub = Class.new(Thrift::MemoryBufferTransport)
       run = lambda do |t|
