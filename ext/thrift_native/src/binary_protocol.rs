@@ -44,11 +44,8 @@ fn write_string_to(ruby: &Ruby, out: &Output, s: Value) -> Result<(), Error> {
         Output::Buffer(_) => bytes::utf8_bytes_of(raw)?,
         Output::Transport(_) => bytes::convert_to_utf8_byte_buffer(raw)?,
     };
-    out.write(&binary::encode_i32(string_length(
-        ruby,
-        converted,
-        STRING_TOO_LONG,
-    )?))?;
+    let len = string_length(ruby, converted, STRING_TOO_LONG)?;
+    out.write(&binary::encode_i32(len))?;
     out.write_string_object(converted)
 }
 
@@ -168,11 +165,8 @@ fn write_binary(ruby: &Ruby, rb_self: Value, b: Value) -> Result<(), Error> {
     let out = output(rb_self);
     let buf = bytes::force_binary_encoding(b.as_raw())?;
     let buf = magnus::RString::try_convert(value(buf))?.as_raw();
-    out.write(&binary::encode_i32(string_length(
-        ruby,
-        buf,
-        STRING_TOO_LONG,
-    )?))?;
+    let len = string_length(ruby, buf, STRING_TOO_LONG)?;
+    out.write(&binary::encode_i32(len))?;
     out.write_string_object(buf)
 }
 
