@@ -1,8 +1,9 @@
 # frozen_string_literal: true
 
-# One accelerator's primitive reads and writes over a MemoryBufferTransport. Run by bench/run.rb in a child process
-# per accelerator (only one thrift_native can be loaded at a time); prints one JSON line per operation.
-#   ruby bench/primitives.rb pure|c|c-master|ours [seconds_per_op]
+# One accelerator's primitive reads and writes over a MemoryBufferTransport, with the binary or the compact protocol.
+# Run by bench/run.rb in a child process per accelerator (only one thrift_native can be loaded at a time); prints one
+# JSON line per operation.
+#   ruby bench/primitives.rb pure|c|c-master|ours [seconds_per_op] [binary|compact]
 # c-master: the C accelerator of a newer thrift (with UUID support), from THRIFT_MASTER_RB=<apache/thrift>/lib/rb
 # whose ext/ you have built (`ruby extconf.rb && make` in it); nothing of it is part of this project.
 
@@ -10,30 +11,34 @@ require "json"
 
 IMPL = ARGV.fetch(0)
 SECONDS = Float(ARGV.fetch(1, "0.3"))
+PROTOCOL_NAME = ARGV.fetch(2, "binary")
+abort "protocol: binary or compact" unless %w[binary compact].include?(PROTOCOL_NAME)
 
 case IMPL
 when "pure"
   $LOADED_FEATURES << "thrift_native.so" # keeps thrift.rb from loading any accelerator
   require "thrift"
-  PROTOCOL = Thrift::BinaryProtocol
 when "c"
   require "thrift"
   abort "the C accelerator did not load" unless defined?(Thrift::BinaryProtocolAccelerated) && !defined?(ThriftNative)
-  PROTOCOL = Thrift::BinaryProtocolAccelerated
 when "c-master"
   dir = ENV.fetch("THRIFT_MASTER_RB")
   $LOAD_PATH.unshift File.join(dir, "lib"), File.join(dir, "ext")
   require "thrift"
   abort "the master C accelerator did not load" unless $LOADED_FEATURES.include?(File.join(dir, "ext", "thrift_native.so"))
-  PROTOCOL = Thrift::BinaryProtocolAccelerated
 when "ours"
   $LOAD_PATH.unshift File.expand_path("../lib", __dir__)
   require "thrift_native"
   abort "thrift_native is not active" unless ThriftNative.active?
-  PROTOCOL = Thrift::BinaryProtocolAccelerated
 else
-  abort "usage: primitives.rb pure|c|c-master|ours [seconds]"
+  abort "usage: primitives.rb pure|c|c-master|ours [seconds] [binary|compact]"
 end
+# The accelerators define CompactProtocol's methods on the Ruby class itself; BinaryProtocol stays pure Ruby.
+PROTOCOL = if PROTOCOL_NAME == "compact"
+             Thrift::CompactProtocol
+           else
+             IMPL == "pure" ? Thrift::BinaryProtocol : Thrift::BinaryProtocolAccelerated
+           end
 
 UUID = "00112233-4455-6677-8899-aabbccddeeff"
 # [name, value written, values per buffer]: buffers stay under GARBAGE_BUFFER_SIZE, as a typical message does.
@@ -97,7 +102,7 @@ OPS.each do |name, value|
   # reset_buffer copies `data` into the buffer once per batch; that copy is part of every implementation's figure.
   [[reader, read_batch], [writer, write_batch]].each do |op, batch|
     ns, objects = measure(batch)
-    puts JSON.generate(impl: IMPL, op: op, ns_per_call: ns.round(1), objects_per_call: objects.round(4))
+    puts JSON.generate(impl: IMPL, protocol: PROTOCOL_NAME, op: op, ns_per_call: ns.round(1), objects_per_call: objects.round(4))
     $stdout.flush
   end
 end

@@ -17,11 +17,13 @@ IMPLS = (ENV["THRIFT_MASTER_RB"] ? %w[pure c c-master ours] : %w[pure c ours]).f
 LABELS = { "pure" => "pure Ruby", "c" => "C 0.14", "c-master" => "C master", "ours" => "thrift_native" }.freeze
 RESULTS_DIR = File.expand_path("results", __dir__)
 
-def run_suite(script)
+PROTOCOLS = %w[binary compact].freeze
+
+def run_suite(script, *args)
   results = Hash.new { |h, k| h[k] = {} }
   IMPLS.each do |impl|
-    $stderr.print "#{script} [#{LABELS[impl]}] "
-    Open3.popen2(RbConfig.ruby, File.expand_path(script, __dir__), impl, SECONDS) do |_stdin, out, wait|
+    $stderr.print "#{script} #{args.join(" ")} [#{LABELS[impl]}] "
+    Open3.popen2(RbConfig.ruby, File.expand_path(script, __dir__), impl, SECONDS, *args) do |_stdin, out, wait|
       out.each_line do |line|
         row = JSON.parse(line)
         results[row.fetch("op")][impl] = row
@@ -37,12 +39,15 @@ end
 def fmt_ns(row) = row ? format("%.1f", row["ns_per_call"]) : "n/a"
 def fmt_obj(row) = row ? format("%.3f", row["objects_per_call"]) : "n/a"
 
+# results: { protocol => { op => { impl => row } } }
 def table(results)
-  header = ["op", *IMPLS.map { |i| "#{LABELS[i]} ns" }, "vs C", *IMPLS.map { |i| "#{LABELS[i]} obj" }]
-  rows = results.map do |op, by_impl|
-    c, ours = by_impl["c-master"] || by_impl["c"], by_impl["ours"]
-    speedup = c && ours ? format("%.2fx", c["ns_per_call"] / ours["ns_per_call"]) : "n/a"
-    [op, *IMPLS.map { |i| fmt_ns(by_impl[i]) }, speedup, *IMPLS.map { |i| fmt_obj(by_impl[i]) }]
+  header = ["protocol", "op", *IMPLS.map { |i| "#{LABELS[i]} ns" }, "vs C", *IMPLS.map { |i| "#{LABELS[i]} obj" }]
+  rows = results.flat_map do |protocol, by_op|
+    by_op.map do |op, by_impl|
+      c, ours = by_impl["c-master"] || by_impl["c"], by_impl["ours"]
+      speedup = c && ours ? format("%.2fx", c["ns_per_call"] / ours["ns_per_call"]) : "n/a"
+      [protocol, op, *IMPLS.map { |i| fmt_ns(by_impl[i]) }, speedup, *IMPLS.map { |i| fmt_obj(by_impl[i]) }]
+    end
   end
   render(header, rows)
 end
@@ -57,12 +62,13 @@ def struct_table(results)
     [label, *IMPLS.map { |i| by_impl[i] ? format("%.4f", by_impl[i]["seconds"]) : "n/a" }, speedup,
      *IMPLS.map { |i| by_impl[i] ? format("%.2f", by_impl[i]["objects_per_op"]) : "n/a" }]
   end
-  render(header, rows)
+  render(header, rows, 1)
 end
 
-def render(header, rows)
+# `left`: how many leading columns are labels (left-aligned).
+def render(header, rows, left = 2)
   widths = header.each_index.map { |i| ([header] + rows).map { |r| r[i].size }.max }
-  line = ->(r) { "| " + r.each_with_index.map { |c, i| i.zero? ? c.ljust(widths[i]) : c.rjust(widths[i]) }.join(" | ") + " |" }
+  line = ->(r) { "| " + r.each_with_index.map { |c, i| i < left ? c.ljust(widths[i]) : c.rjust(widths[i]) }.join(" | ") + " |" }
   [line.call(header), "|" + widths.map { |w| "-" * (w + 2) }.join("|") + "|", *rows.map(&line)].join("\n")
 end
 
@@ -75,8 +81,8 @@ def save(name, results)
   puts "\nsaved #{path}"
 end
 
-primitives = run_suite("primitives.rb")
-puts "\nBinary protocol primitives over a MemoryBufferTransport (ns/call and objects/call; " \
+primitives = PROTOCOLS.to_h { |protocol| [protocol, run_suite("primitives.rb", protocol)] }
+puts "\nBinary and compact protocol primitives over a MemoryBufferTransport (ns/call and objects/call; " \
      "'vs C' = C time / thrift_native time, the newest C measured; n/a: thrift 0.14 has no UUID support)\n\n"
 puts table(primitives)
 save("primitives", primitives)

@@ -2,27 +2,32 @@
 
 # Applies a list of protocol operations with one accelerator and prints the outcome (Marshal on stdout), so that
 # the same operations can be compared across pure Ruby, the installed C accelerator and thrift_native, each in its
-# own process. Usage: ruby protocol_runner.rb pure|c|ours [plain|subclass] < ops.marshal
+# own process. Usage: ruby protocol_runner.rb pure|c|ours [plain|subclass] [binary|compact] < ops.marshal
 #
 # ops: [[method, *args], ...]; every call's result (or exception) is recorded, then the transport's bytes.
+# Pseudo-ops: [:feed, bytes] appends bytes to the transport; [:new_protocol] continues with a fresh protocol on the
+# same transport (a compact reader starts with its own field-id stack); [:reset, bytes] starts over: the transport
+# holds just `bytes`, read by a fresh protocol.
 
 accelerator = ARGV.fetch(0)
 transport_kind = ARGV.fetch(1, "plain")
+protocol = ARGV.fetch(2, "binary")
 
 case accelerator
 when "pure"
   $LOADED_FEATURES << "thrift_native.so"
   require "thrift"
-  protocol_class = Thrift::BinaryProtocol
 when "c"
   require "thrift"
   abort "C accelerator not loaded" if defined?(ThriftNative) || !defined?(Thrift::BinaryProtocolAccelerated)
-  protocol_class = Thrift::BinaryProtocolAccelerated
 when "ours"
   $LOAD_PATH.unshift File.expand_path("../../lib", __dir__)
   require "thrift_native"
-  protocol_class = Thrift::BinaryProtocolAccelerated
 end
+protocol_class = case protocol
+                 when "compact" then Thrift::CompactProtocol
+                 when "binary" then accelerator == "pure" ? Thrift::BinaryProtocol : Thrift::BinaryProtocolAccelerated
+                 end
 
 # A subclass takes the dispatch path: every transport call goes through Ruby.
 class RecordingTransport < Thrift::MemoryBufferTransport
@@ -47,6 +52,11 @@ prot = protocol_class.new(trans)
 results = ops.map do |name, *args|
   if name == :feed
     trans.write(args.first)
+    next [:ok, nil]
+  end
+  if name == :new_protocol || name == :reset
+    trans.reset_buffer(args.first.dup) if name == :reset
+    prot = protocol_class.new(trans)
     next [:ok, nil]
   end
   value = prot.public_send(name, *args)

@@ -2,16 +2,21 @@
 //! exceptions, messages and codes. Fixed-width reads from a plain MemoryBufferTransport allocate nothing.
 
 use magnus::prelude::*;
-use magnus::rb_sys::{protect, AsRawValue};
+use magnus::rb_sys::AsRawValue;
 use magnus::{Error, RClass, Ruby, TryConvert, Value};
-use rb_sys::stable_api::{get_default, StableApiDefinition};
 use rb_sys::VALUE;
-use thrift_native_core::{binary, uuid};
+use thrift_native_core::binary;
 
 use crate::ivars::IvarSlot;
+use crate::protocol::{
+    checked_byte, checked_i16, checked_i32, checked_i64, checked_size, float_value, not_nil,
+    reset_message_size_if_asked, string_length, uuid_bytes, Pending,
+};
 use crate::thrift::{ids, thrift};
 use crate::transport::{value, Input, Output};
 use crate::{bytes, errors, rb, registry};
+
+const STRING_TOO_LONG: &str = "string too long";
 
 /// `@trans` of exact BinaryProtocolAccelerated instances.
 pub static TRANS: IvarSlot = IvarSlot::new();
@@ -34,104 +39,6 @@ fn output(protocol: Value) -> Output {
     Output::of(protocol.as_raw(), &TRANS)
 }
 
-// ----- argument checks, as the C accelerator's checked_integer_range -----
-
-fn checked_integer(ruby: &Ruby, v: Value, min: i64, max: i64) -> Result<i64, Error> {
-    let raw = v.as_raw();
-    let n = match rb::fixnum_value(raw) {
-        Some(n) => n,
-        // A Bignum beyond 64 bits raises NUM2LL's own RangeError.
-        None if rb::is_integer(raw) => i64::try_convert(v)?,
-        None => return Err(errors::integer_expected(ruby)),
-    };
-    if n < min || n > max {
-        return Err(errors::out_of_bounds(ruby));
-    }
-    Ok(n)
-}
-
-fn checked_byte(ruby: &Ruby, v: Value) -> Result<i8, Error> {
-    checked_integer(ruby, v, i8::MIN.into(), i8::MAX.into()).map(|n| n as i8)
-}
-
-fn checked_i16(ruby: &Ruby, v: Value) -> Result<i16, Error> {
-    checked_integer(ruby, v, i16::MIN.into(), i16::MAX.into()).map(|n| n as i16)
-}
-
-fn checked_i32(ruby: &Ruby, v: Value) -> Result<i32, Error> {
-    checked_integer(ruby, v, i32::MIN.into(), i32::MAX.into()).map(|n| n as i32)
-}
-
-fn checked_size(ruby: &Ruby, v: Value) -> Result<i32, Error> {
-    checked_integer(ruby, v, 0, i32::MAX.into()).map(|n| n as i32)
-}
-
-fn not_nil(ruby: &Ruby, v: Value) -> Result<Value, Error> {
-    if v.is_nil() {
-        Err(errors::nil_argument(ruby))
-    } else {
-        Ok(v)
-    }
-}
-
-/// `rb_Float(v)`: Floats as they are, Integers and numeric Strings converted, anything else raises.
-fn float_value(v: Value) -> Result<f64, Error> {
-    let raw = v.as_raw();
-    let api = get_default();
-    // SAFETY: float_type_p checks the tag before reading a header; num2dbl of a Float cannot raise.
-    if unsafe { api.float_type_p(raw) } {
-        return Ok(unsafe { api.num2dbl(raw) });
-    }
-    // SAFETY: protected; rb_Float raises TypeError/ArgumentError for what it cannot convert, and returns a Float.
-    let f = protect(|| unsafe { rb_sys::rb_Float(raw) })?;
-    Ok(unsafe { api.num2dbl(f) })
-}
-
-fn string_length(ruby: &Ruby, s: VALUE) -> Result<i32, Error> {
-    // SAFETY: `s` is a String.
-    i32::try_from(unsafe { rb::str_len(s) })
-        .map_err(|_| Error::new(ruby.exception_range_error(), "string too long"))
-}
-
-/// Bytes gathered for one call, so that a check failing half-way still emits what the C accelerator had already
-/// written before it (its writes happen between its checks).
-struct Pending {
-    out: Output,
-    bytes: [u8; 16],
-    len: usize,
-}
-
-impl Pending {
-    fn new(out: Output) -> Self {
-        Pending {
-            out,
-            bytes: [0; 16],
-            len: 0,
-        }
-    }
-
-    fn push(&mut self, b: &[u8]) {
-        self.bytes[self.len..self.len + b.len()].copy_from_slice(b);
-        self.len += b.len();
-    }
-
-    /// Writes what was gathered, then passes the check's result on.
-    fn flush(&mut self) -> Result<(), Error> {
-        if self.len > 0 {
-            let len = std::mem::take(&mut self.len);
-            self.out.write(&self.bytes[..len])?;
-        }
-        Ok(())
-    }
-
-    fn check<T>(&mut self, result: Result<T, Error>) -> Result<T, Error> {
-        if result.is_err() {
-            self.flush()?;
-        }
-        result
-    }
-}
-
 /// `write_string_direct`: "Value should be a string" for anything but a String, then the UTF-8 bytes with their
 /// i32 length. A UTF-8 String bound for a plain buffer is appended as it is (no converted copy).
 fn write_string_to(ruby: &Ruby, out: &Output, s: Value) -> Result<(), Error> {
@@ -146,7 +53,8 @@ fn write_string_to(ruby: &Ruby, out: &Output, s: Value) -> Result<(), Error> {
         Output::Buffer(_) => bytes::utf8_bytes_of(raw)?,
         Output::Transport(_) => bytes::convert_to_utf8_byte_buffer(raw)?,
     };
-    out.write(&binary::encode_i32(string_length(ruby, converted)?))?;
+    let len = string_length(ruby, converted, STRING_TOO_LONG)?;
+    out.write(&binary::encode_i32(len))?;
     out.write_string_object(converted)
 }
 
@@ -247,7 +155,7 @@ fn write_i32(ruby: &Ruby, rb_self: Value, v: Value) -> Result<(), Error> {
 }
 
 fn write_i64(ruby: &Ruby, rb_self: Value, v: Value) -> Result<(), Error> {
-    let n = checked_integer(ruby, not_nil(ruby, v)?, i64::MIN, i64::MAX)?;
+    let n = checked_i64(ruby, not_nil(ruby, v)?)?;
     output(rb_self).write(&binary::encode_i64(n))
 }
 
@@ -266,21 +174,13 @@ fn write_binary(ruby: &Ruby, rb_self: Value, b: Value) -> Result<(), Error> {
     let out = output(rb_self);
     let buf = bytes::force_binary_encoding(b.as_raw())?;
     let buf = magnus::RString::try_convert(value(buf))?.as_raw();
-    out.write(&binary::encode_i32(string_length(ruby, buf)?))?;
+    let len = string_length(ruby, buf, STRING_TOO_LONG)?;
+    out.write(&binary::encode_i32(len))?;
     out.write_string_object(buf)
 }
 
-fn write_uuid(_ruby: &Ruby, rb_self: Value, u: Value) -> Result<(), Error> {
-    let raw = u.as_raw();
-    if !rb::is_string(raw) {
-        return Err(errors::protocol(
-            thrift().codes.invalid_data,
-            "UUID must be a string",
-        ));
-    }
-    // SAFETY: `raw` is a String; the slice is dropped before any Ruby call.
-    let parsed = uuid::parse(unsafe { rb::str_bytes(raw) });
-    let bytes = parsed.map_err(|e| errors::from_core(_ruby, e))?;
+fn write_uuid(ruby: &Ruby, rb_self: Value, u: Value) -> Result<(), Error> {
+    let bytes = uuid_bytes(ruby, u)?;
     output(rb_self).write(&bytes)
 }
 
@@ -296,11 +196,7 @@ fn read_size_from(ruby: &Ruby, input: &mut Input) -> Result<usize, Error> {
 
 fn read_message_begin(ruby: &Ruby, rb_self: Value) -> Result<magnus::RArray, Error> {
     let this = rb_self.as_raw();
-    let ids = ids();
-    if rb::truthy(rb::ivar_get(this, ids.reset_message_size_ivar)) {
-        let trans = value(rb::ivar_get(this, ids.trans));
-        trans.funcall::<_, _, Value>(crate::transport::method_id(ids.reset_message_size), ())?;
-    }
+    reset_message_size_if_asked(this)?;
     let t = thrift();
     let mut input = input(rb_self);
     let version = read_i32_from(ruby, &mut input)?;
@@ -315,7 +211,7 @@ fn read_message_begin(ruby: &Ruby, rb_self: Value) -> Result<magnus::RArray, Err
         let len = read_size_from(ruby, &mut input)?;
         (input.read_utf8(ruby, len)?, mtype)
     } else {
-        if rb::ivar_get(this, ids.strict_read) == rb::QTRUE {
+        if rb::ivar_get(this, ids().strict_read) == rb::QTRUE {
             return Err(errors::protocol(
                 t.codes.bad_version,
                 "No version identifier, old protocol client?",
@@ -411,35 +307,7 @@ fn read_string(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
 }
 
 fn read_uuid(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
-    let mut input = input(rb_self);
-    let text = match &mut input {
-        Input::Buffer(mb) => mb.read_with(ruby, 16, |b| {
-            let b: &[u8; 16] = b.try_into().expect("read_with hands over exactly 16 bytes");
-            rb::binary_string(&uuid::format(b))
-        })?,
-        Input::Transport { .. } => {
-            let data = input.read_all(ruby, 16)?;
-            uuid_text_of(data)?
-        }
-    };
-    Ok(value(text))
-}
-
-/// The UUID text of 16 bytes a transport returned; anything else is INVALID_DATA (the C accelerator would read
-/// past the end of a shorter String).
-pub fn uuid_text_of(data: VALUE) -> Result<VALUE, Error> {
-    if rb::is_string(data) {
-        // SAFETY: `data` is a String; the slice is dropped before the allocation.
-        let bytes = unsafe { rb::str_bytes(data) };
-        if let Ok(b) = <&[u8; 16]>::try_from(bytes) {
-            let text = uuid::format(b);
-            return Ok(rb::binary_string(&text));
-        }
-    }
-    Err(errors::protocol(
-        thrift().codes.invalid_data,
-        "Invalid UUID data length",
-    ))
+    input(rb_self).read_uuid(ruby).map(value)
 }
 
 pub fn init(ruby: &Ruby) -> Result<(), Error> {

@@ -62,6 +62,15 @@ pub fn from_core(ruby: &Ruby, error: CoreError) -> Error {
     match error {
         CoreError::Eof { .. } => eof(ruby),
         CoreError::NegativeSize => negative_size(),
-        CoreError::InvalidUuid => protocol(thrift().codes.invalid_data, "Invalid UUID format"),
+        CoreError::InvalidUuid
+        | CoreError::VarintTooLong32
+        | CoreError::VarintOverflow32
+        | CoreError::VarintTooLong64
+        | CoreError::UnknownCompactType(_) => {
+            protocol(thrift().codes.invalid_data, &error.to_string())
+        }
+        CoreError::ContainerSizeLimit | CoreError::BinarySizeLimit => {
+            protocol(thrift().codes.size_limit, &error.to_string())
+        }
     }
 }

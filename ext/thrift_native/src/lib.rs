@@ -5,12 +5,14 @@
 
 mod binary_protocol;
 mod bytes;
+mod compact_protocol;
 mod errors;
 mod field_plan;
 mod gzip_writer;
 mod ivars;
 mod memory_buffer;
 mod nogvl;
+mod protocol;
 mod rb;
 mod registry;
 mod struct_codec;
@@ -46,6 +48,7 @@ fn define_everything(ruby: &Ruby, namespace: RModule) -> Result<(), Error> {
     namespace.const_set("THRIFT_FEATURES", features)?;
     registry::start(ruby, namespace)?;
     let defined = binary_protocol::init(ruby)
+        .and_then(|_| compact_protocol::init(ruby))
         .and_then(|_| memory_buffer::init(ruby))
         .and_then(|_| field_plan::init(ruby, namespace))
         .and_then(|_| struct_codec::init(ruby));

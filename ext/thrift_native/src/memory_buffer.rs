@@ -10,6 +10,8 @@ use magnus::rb_sys::{protect, AsRawValue, FromRawValue};
 use magnus::{Error, RClass, RString, Ruby, TryConvert, Value};
 use rb_sys::VALUE;
 
+use thrift_native_core::compact::{decode_varint, VarintStep, MAX_VARINT64_BYTES};
+
 use crate::ivars::IvarSlot;
 use crate::thrift::{ids, thrift};
 use crate::{bytes, errors, rb, registry};
@@ -159,6 +161,31 @@ impl MemoryBuffer {
         let b = self.bytes()[self.index];
         self.advance(1)?;
         Ok(b)
+    }
+
+    /// A varint decoded straight from the buffer, consuming what reading it with `read_byte` would consume: its
+    /// bytes, the bytes up to the one that broke a limit, or all that remain before EOFError.
+    #[inline(always)]
+    pub fn read_varint<R: VarintStep>(&mut self, ruby: &Ruby) -> Result<R::Output, Error> {
+        let rest = self.bytes().get(self.index..).unwrap_or_default();
+        let (result, consumed) = decode_varint::<R>(&rest[..rest.len().min(MAX_VARINT64_BYTES)]);
+        self.advance_bytewise(consumed)?;
+        result.map_err(|e| errors::from_core(ruby, e))
+    }
+
+    /// Moves past `n` bytes ending in the state that `n` calls of `read_byte` leave: each of those compacts the
+    /// buffer as soon as the index reaches GARBAGE_BUFFER_SIZE, so the bytes after that point count from 0.
+    #[inline(always)]
+    fn advance_bytewise(&mut self, n: usize) -> Result<(), Error> {
+        let until_compaction = thrift()
+            .garbage_buffer_size
+            .saturating_sub(self.index)
+            .max(1);
+        if self.frozen || until_compaction >= n {
+            return self.advance(n);
+        }
+        self.advance(until_compaction)?;
+        self.advance(n - until_compaction)
     }
 
     /// `read_all` semantics: exactly `n` bytes into a new BINARY String, or EOFError with nothing consumed.

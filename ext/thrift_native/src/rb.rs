@@ -65,6 +65,51 @@ pub fn is_string(v: VALUE) -> bool {
     builtin_type(v) == Some(ruby_value_type::RUBY_T_STRING)
 }
 
+#[inline(always)]
+pub fn is_array(v: VALUE) -> bool {
+    builtin_type(v) == Some(ruby_value_type::RUBY_T_ARRAY)
+}
+
+/// `ary.push(v)`: FrozenError for a frozen Array, as Ruby raises it. No object is allocated (the Array's buffer
+/// may grow).
+///
+/// # Safety
+/// `ary` must be an Array.
+#[inline(always)]
+pub unsafe fn ary_push(ary: VALUE, v: VALUE) -> Result<(), Error> {
+    if is_frozen(ary) {
+        // SAFETY: protected: rb_ary_push raises FrozenError.
+        return protect(|| rb_sys::rb_ary_push(ary, v)).map(|_| ());
+    }
+    // SAFETY: an unfrozen Array: rb_ary_push only grows (or unshares) its buffer.
+    rb_sys::rb_ary_push(ary, v);
+    Ok(())
+}
+
+/// `ary.pop`: nil for an empty Array; FrozenError for a frozen one.
+///
+/// # Safety
+/// `ary` must be an Array.
+#[inline(always)]
+pub unsafe fn ary_pop(ary: VALUE) -> Result<VALUE, Error> {
+    if is_frozen(ary) {
+        // SAFETY: protected: rb_ary_pop raises FrozenError.
+        return protect(|| rb_sys::rb_ary_pop(ary));
+    }
+    // SAFETY: an unfrozen Array: rb_ary_pop only shrinks it.
+    Ok(rb_sys::rb_ary_pop(ary))
+}
+
+/// `ary[i]`, nil when out of range.
+///
+/// # Safety
+/// `ary` must be an Array.
+#[inline(always)]
+pub unsafe fn ary_entry(ary: VALUE, i: i64) -> VALUE {
+    // SAFETY: rb_ary_entry reads within bounds or answers nil; it does not raise.
+    rb_sys::rb_ary_entry(ary, i as _)
+}
+
 /// The object's class, without skipping a singleton class: a stubbed object answers its singleton class.
 #[inline(always)]
 pub fn heap_class(v: VALUE) -> Option<VALUE> {

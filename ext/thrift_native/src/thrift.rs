@@ -27,6 +27,17 @@ pub struct ProtocolErrorCodes {
     pub depth_limit: i64,
 }
 
+/// `Thrift::CompactProtocol`'s message-header constants (the same in every supported thrift).
+#[derive(Debug, Clone, Copy)]
+pub struct CompactConstants {
+    pub protocol_id: i64,
+    pub version: i64,
+    pub version_mask: i64,
+    pub type_mask: i64,
+    pub type_bits: i64,
+    pub type_shift_amount: i64,
+}
+
 #[derive(Debug)]
 pub struct Thrift {
     pub module: VALUE,
@@ -40,6 +51,8 @@ pub struct Thrift {
     pub bytes: VALUE,
     pub memory_buffer: VALUE,
     pub binary_protocol: VALUE,
+    pub compact_protocol: VALUE,
+    pub compact: CompactConstants,
     pub protocol_exception: VALUE,
     pub transport_exception: VALUE,
     pub codes: ProtocolErrorCodes,
@@ -69,6 +82,9 @@ pub struct Ids {
     pub rbuf: ID,
     pub strict_read: ID,
     pub strict_write: ID,
+    pub last_field: ID,
+    pub boolean_field: ID,
+    pub bool_value: ID,
     pub reset_message_size_ivar: ID,
     pub reset_message_size: ID,
     pub write: ID,
@@ -130,6 +146,7 @@ pub fn probe(ruby: &Ruby) -> Result<&'static Thrift, Error> {
     let transport_exception: RClass = module.const_get("TransportException")?;
     let memory_buffer: RClass = module.const_get("MemoryBufferTransport")?;
     let binary_protocol: RClass = module.const_get("BinaryProtocol")?;
+    let compact_protocol: RClass = module.const_get("CompactProtocol")?;
     let bytes: RModule = module.const_get("Bytes")?;
     let struct_module = const_value(module, "Struct")?;
     let union = const_value(module, "Union")?;
@@ -156,6 +173,15 @@ pub fn probe(ruby: &Ruby) -> Result<&'static Thrift, Error> {
         "NEGATIVE_SIZE",
         FALLBACK_TRANSPORT_NEGATIVE_SIZE,
     )?;
+    let compact_const = |name: &str| compact_protocol.const_get::<_, i64>(name);
+    let compact = CompactConstants {
+        protocol_id: compact_const("PROTOCOL_ID")?,
+        version: compact_const("VERSION")?,
+        version_mask: compact_const("VERSION_MASK")?,
+        type_mask: compact_const("TYPE_MASK")?,
+        type_bits: compact_const("TYPE_BITS")?,
+        type_shift_amount: compact_const("TYPE_SHIFT_AMOUNT")?,
+    };
     let garbage_buffer_size: i64 = memory_buffer.const_get("GARBAGE_BUFFER_SIZE")?;
 
     let found = Thrift {
@@ -167,6 +193,8 @@ pub fn probe(ruby: &Ruby) -> Result<&'static Thrift, Error> {
         bytes: pinned(bytes),
         memory_buffer: pinned(memory_buffer),
         binary_protocol: pinned(binary_protocol),
+        compact_protocol: pinned(compact_protocol),
+        compact,
         protocol_exception: pinned(protocol_exception),
         transport_exception: pinned(transport_exception),
         codes,
@@ -193,6 +221,9 @@ fn intern_ids() -> Ids {
         rbuf: id("@rbuf"),
         strict_read: id("@strict_read"),
         strict_write: id("@strict_write"),
+        last_field: id("@last_field"),
+        boolean_field: id("@boolean_field"),
+        bool_value: id("@bool_value"),
         reset_message_size_ivar: id("@reset_message_size"),
         reset_message_size: id("reset_message_size"),
         write: id("write"),

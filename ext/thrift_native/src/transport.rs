@@ -8,8 +8,10 @@ use rb_sys::VALUE;
 
 use crate::ivars::IvarSlot;
 use crate::memory_buffer::{self, MemoryBuffer};
-use crate::thrift::ids;
-use crate::{bytes, rb};
+use crate::thrift::{ids, thrift};
+use crate::{bytes, errors, rb};
+use thrift_native_core::compact::VarintStep;
+use thrift_native_core::uuid;
 
 pub fn value(v: VALUE) -> Value {
     // SAFETY: every VALUE passed here is a live Ruby object held on the stack or by a pinned root.
@@ -75,6 +77,24 @@ impl Input {
         }
     }
 
+    /// A compact varint: decoded from the buffer in one go on the fast path, else one `trans.read_byte` per byte
+    /// as the C accelerator reads it.
+    #[inline(always)]
+    pub fn read_varint<R: VarintStep>(&mut self, ruby: &Ruby) -> Result<R::Output, Error> {
+        match self {
+            Input::Buffer(mb) => mb.read_varint::<R>(ruby),
+            Input::Transport { .. } => {
+                let mut reader = R::default();
+                loop {
+                    let b = self.read_byte(ruby)? as u8;
+                    if let Some(v) = reader.step(b).map_err(|e| errors::from_core(ruby, e))? {
+                        return Ok(v);
+                    }
+                }
+            }
+        }
+    }
+
     /// `trans.read_all(n)`: a BINARY String of n bytes.
     pub fn read_all(&mut self, ruby: &Ruby, n: usize) -> Result<VALUE, Error> {
         match self {
@@ -82,6 +102,21 @@ impl Input {
             Input::Transport { trans, .. } => value(*trans)
                 .funcall::<_, _, Value>(method_id(ids().read_all), (n as i64,))
                 .map(|v| v.as_raw()),
+        }
+    }
+
+    /// `trans.read_all(16)` as UUID text (lowercase, dashed, ASCII-8BIT). On the fast path the text is made straight
+    /// from the buffer's bytes.
+    pub fn read_uuid(&mut self, ruby: &Ruby) -> Result<VALUE, Error> {
+        match self {
+            Input::Buffer(mb) => mb.read_with(ruby, 16, |b| {
+                let b: &[u8; 16] = b.try_into().expect("read_with hands over exactly 16 bytes");
+                rb::binary_string(&uuid::format(b))
+            }),
+            Input::Transport { .. } => {
+                let data = self.read_all(ruby, 16)?;
+                uuid_text_of(data)
+            }
         }
     }
 
@@ -94,7 +129,25 @@ impl Input {
     }
 }
 
+/// The UUID text of 16 bytes a transport returned; anything else is INVALID_DATA (the C accelerator would read
+/// past the end of a shorter String).
+fn uuid_text_of(data: VALUE) -> Result<VALUE, Error> {
+    if rb::is_string(data) {
+        // SAFETY: `data` is a String; the slice is dropped before the allocation.
+        let bytes = unsafe { rb::str_bytes(data) };
+        if let Ok(b) = <&[u8; 16]>::try_from(bytes) {
+            let text = uuid::format(b);
+            return Ok(rb::binary_string(&text));
+        }
+    }
+    Err(errors::protocol(
+        thrift().codes.invalid_data,
+        "Invalid UUID data length",
+    ))
+}
+
 /// Where a protocol's writes go.
+#[derive(Clone, Copy)]
 pub enum Output {
     Buffer(VALUE),
     Transport(VALUE),
@@ -120,6 +173,18 @@ impl Output {
                 value(trans)
                     .funcall::<_, _, Value>(method_id(ids().write), (s,))
                     .map(|_| ())
+            }
+        }
+    }
+
+    /// Appends a String's bytes, or `trans.write` of a fresh BINARY copy of them (the C accelerator's `WRITE`).
+    pub fn write_copy_of(&self, s: VALUE) -> Result<(), Error> {
+        match *self {
+            Output::Buffer(buf) => rb::str_cat_str(buf, s),
+            Output::Transport(_) => {
+                // SAFETY: `s` is a String; rb_str_new (in `write`) copies the bytes before any Ruby code can run,
+                // as the fast path's `read_with` does.
+                self.write(unsafe { rb::str_bytes(s) })
             }
         }
     }

@@ -13,4 +13,22 @@ pub enum CoreError {
     /// A UUID's text is not `xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx` in hex.
     #[error("Invalid UUID format")]
     InvalidUuid,
+    /// A compact 32-bit varint whose 5th byte still has the continuation bit.
+    #[error("Variable-length int over 5 bytes.")]
+    VarintTooLong32,
+    /// A compact 32-bit varint whose 5th byte carries bits beyond 32.
+    #[error("Variable-length int overflows uint32.")]
+    VarintOverflow32,
+    /// A compact 64-bit varint longer than 10 bytes.
+    #[error("Variable-length int over 10 bytes.")]
+    VarintTooLong64,
+    /// A Thrift type with no compact type, or a compact type with no Thrift type.
+    #[error("Unknown compact type: {0}")]
+    UnknownCompactType(i64),
+    /// A compact container size above INT32_MAX.
+    #[error("Container size limit exceeded")]
+    ContainerSizeLimit,
+    /// A compact binary length above INT32_MAX.
+    #[error("Binary size limit exceeded")]
+    BinarySizeLimit,
 }

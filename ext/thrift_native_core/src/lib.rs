@@ -4,6 +4,7 @@
 //! binding (`ext/thrift_native`) moves bytes between Ruby Strings and these functions.
 
 pub mod binary;
+pub mod compact;
 pub mod error;
 pub mod gzip;
 pub mod uuid;

@@ -1,0 +1,526 @@
+//! `Thrift::CompactProtocol`: every read/write method of the C accelerator (contract section 3), defined on the
+//! Ruby class itself. Field-id deltas use the real `@last_field` Array as a stack, boolean fields the real
+//! `@boolean_field`/`@bool_value` ivars, so the Ruby methods that remain (`skip`, `to_s`) keep working.
+//!
+//! Reads from a plain MemoryBufferTransport decode whole varints straight from its buffer; any other transport is
+//! called exactly as the C accelerator calls it (`read_byte` per varint byte, one `write` per byte written).
+
+use magnus::prelude::*;
+use magnus::rb_sys::AsRawValue;
+use magnus::{Error, RArray, RClass, RString, Ruby, TryConvert, Value};
+use rb_sys::VALUE;
+use thrift_native_core::compact::{
+    self, compact_type_of, ctype, thrift_type_of, ttype, unzigzag32, unzigzag64, zigzag32,
+    zigzag64, Varint32Reader, Varint64Reader,
+};
+use thrift_native_core::CoreError;
+
+use crate::ivars::IvarSlot;
+use crate::protocol::{
+    checked_byte, checked_i16, checked_i32, checked_i64, checked_size, float_value, not_nil,
+    num2int, reset_message_size_if_asked, string_length, uuid_bytes, Pending,
+};
+use crate::thrift::{ids, thrift};
+use crate::transport::{value, Input, Output};
+use crate::{bytes, errors, rb, registry};
+
+/// Ivars of exact CompactProtocol instances.
+static TRANS: IvarSlot = IvarSlot::new();
+static LAST_FIELD: IvarSlot = IvarSlot::new();
+static BOOL_VALUE: IvarSlot = IvarSlot::new();
+static BOOLEAN_FIELD: IvarSlot = IvarSlot::new();
+
+const OUT_OF_BOUNDS: &str = "integer out of bounds";
+
+#[inline(always)]
+fn input(protocol: Value) -> Input {
+    Input::of(protocol.as_raw(), &TRANS)
+}
+
+#[inline(always)]
+fn output(protocol: Value) -> Output {
+    Output::of(protocol.as_raw(), &TRANS)
+}
+
+fn core_error(ruby: &Ruby, e: CoreError) -> Error {
+    errors::from_core(ruby, e)
+}
+
+/// The compact type of a Thrift type given as a Ruby value (`FIX2INT`, then INVALID_DATA for STOP and unknowns).
+fn compact_type(ruby: &Ruby, t: Value) -> Result<u8, Error> {
+    compact_type_of(num2int(t.as_raw())?.into()).map_err(|e| core_error(ruby, e))
+}
+
+fn thrift_type(ruby: &Ruby, c: u8) -> Result<Value, Error> {
+    let t = thrift_type_of(c).map_err(|e| core_error(ruby, e))?;
+    Ok(value(rb::integer(t.into())))
+}
+
+fn int(n: i64) -> Value {
+    value(rb::integer(n))
+}
+
+/// Sets an ivar through its slot when the value is an immediate and the protocol is not frozen, else as Ruby does.
+fn set_ivar(this: VALUE, slot: &IvarSlot, id: rb_sys::ID, v: VALUE) -> Result<(), Error> {
+    if rb::is_frozen(this) || !rb::is_special_const(v) {
+        return rb::ivar_set(this, id, v);
+    }
+    slot.set_immediate_unfrozen(this, v);
+    Ok(())
+}
+
+// ----- the @last_field stack -----
+
+/// `@last_field`, which must be an Array (the C accelerator does not check, and crashes).
+fn field_stack(this: VALUE) -> Result<VALUE, Error> {
+    let stack = LAST_FIELD.get(this);
+    if rb::is_array(stack) {
+        return Ok(stack);
+    }
+    RArray::try_convert(value(stack)).map(|a| a.as_raw())
+}
+
+fn push_field_id(this: VALUE, id: VALUE) -> Result<(), Error> {
+    let stack = field_stack(this)?;
+    // SAFETY: `stack` is an Array.
+    unsafe { rb::ary_push(stack, id) }
+}
+
+/// `FIX2INT(@last_field.pop)`: an empty stack gives TypeError for nil, as in the C accelerator.
+fn pop_field_id(this: VALUE) -> Result<i32, Error> {
+    let stack = field_stack(this)?;
+    // SAFETY: `stack` is an Array.
+    num2int(unsafe { rb::ary_pop(stack) }?)
+}
+
+// ----- writes -----
+
+fn native_p(_rb_self: Value) -> bool {
+    true
+}
+
+fn nothing(_rb_self: Value) {}
+
+/// The field header: pop the last id, write the delta or the type byte and zigzag id, push the new id.
+fn write_field_header(
+    p: &mut Pending,
+    this: VALUE,
+    compact_type: u8,
+    id: i16,
+    id_value: VALUE,
+) -> Result<(), Error> {
+    let last = pop_field_id(this)?;
+    let (header, len) = compact::field_header(compact_type, id, last.into());
+    p.write_unit(&header[..1])?;
+    if len > 1 {
+        p.write_varint(zigzag32(id.into()).into())?;
+    }
+    p.flush()?;
+    push_field_id(this, id_value)
+}
+
+/// `write_binary`'s tail: the varint length (RangeError past INT32_MAX), then the bytes of `buf`.
+fn write_bytes_with_length(ruby: &Ruby, out: Output, buf: VALUE) -> Result<(), Error> {
+    let len = string_length(ruby, buf, OUT_OF_BOUNDS)?;
+    let mut p = Pending::new(out);
+    p.write_varint(len as u64)?;
+    p.flush()?;
+    p.output().write_copy_of(buf)
+}
+
+/// `write_string`: `Thrift::Bytes.convert_to_utf8_byte_buffer(s)` (nil raises NoMethodError there), then
+/// `write_binary`. A UTF-8 String bound for a plain buffer is appended as it is, with no converted copy.
+fn write_string_to(ruby: &Ruby, out: Output, s: Value) -> Result<(), Error> {
+    let raw = s.as_raw();
+    let converted = match out {
+        Output::Buffer(_) => bytes::utf8_bytes_of(raw)?,
+        Output::Transport(_) => bytes::convert_to_utf8_byte_buffer(raw)?,
+    };
+    let converted = RString::try_convert(value(converted))?.as_raw();
+    write_bytes_with_length(ruby, out, converted)
+}
+
+fn write_message_begin(
+    ruby: &Ruby,
+    rb_self: Value,
+    name: Value,
+    mtype: Value,
+    seqid: Value,
+) -> Result<(), Error> {
+    let seqid = checked_i32(ruby, not_nil(ruby, seqid)?)?;
+    let mtype = i64::from(num2int(mtype.as_raw())?);
+    let c = thrift().compact;
+    let version_and_type =
+        (c.version & c.version_mask) | ((mtype << c.type_shift_amount) & c.type_mask);
+    let out = output(rb_self);
+    let mut p = Pending::new(out);
+    p.write_unit(&[c.protocol_id as u8])?;
+    p.write_unit(&[version_and_type as u8])?;
+    p.write_varint(u64::from(seqid as u32))?;
+    p.flush()?;
+    write_string_to(ruby, out, name)
+}
+
+fn write_struct_begin(rb_self: Value, _name: Value) -> Result<(), Error> {
+    push_field_id(rb_self.as_raw(), rb::integer(0))
+}
+
+fn write_struct_end(rb_self: Value) -> Result<(), Error> {
+    let stack = field_stack(rb_self.as_raw())?;
+    // SAFETY: `stack` is an Array.
+    unsafe { rb::ary_pop(stack) }.map(|_| ())
+}
+
+fn write_field_begin(
+    ruby: &Ruby,
+    rb_self: Value,
+    _name: Value,
+    ftype: Value,
+    id: Value,
+) -> Result<(), Error> {
+    let this = rb_self.as_raw();
+    let id_number = checked_i16(ruby, not_nil(ruby, id)?)?;
+    if num2int(ftype.as_raw())? == i32::from(ttype::BOOL) {
+        // The header waits for write_bool, which packs the value into it.
+        let pending = ruby.ary_new_from_values(&[ftype, id]);
+        return rb::ivar_set(this, ids().boolean_field, pending.as_raw());
+    }
+    let compact_type = compact_type(ruby, ftype)?;
+    let mut p = Pending::new(output(rb_self));
+    write_field_header(&mut p, this, compact_type, id_number, id.as_raw())
+}
+
+fn write_field_stop(rb_self: Value) -> Result<(), Error> {
+    output(rb_self).write(&[ctype::STOP])
+}
+
+fn write_map_begin(
+    ruby: &Ruby,
+    rb_self: Value,
+    ktype: Value,
+    vtype: Value,
+    size: Value,
+) -> Result<(), Error> {
+    let size = checked_size(ruby, not_nil(ruby, size)?)?;
+    let mut p = Pending::new(output(rb_self));
+    if size == 0 {
+        p.write_unit(&[0])?;
+        return p.flush();
+    }
+    // As in the C accelerator (and pure Ruby), the size is on the wire before the types are checked.
+    p.write_varint(size as u64)?;
+    let k = p.check(compact_type(ruby, ktype))?;
+    let v = p.check(compact_type(ruby, vtype))?;
+    p.write_unit(&[(k << 4) | v])?;
+    p.flush()
+}
+
+fn write_list_begin(ruby: &Ruby, rb_self: Value, etype: Value, size: Value) -> Result<(), Error> {
+    let size = checked_size(ruby, not_nil(ruby, size)?)?;
+    let e = compact_type(ruby, etype)?;
+    let mut p = Pending::new(output(rb_self));
+    if size <= 14 {
+        p.write_unit(&[((size as u8) << 4) | e])?;
+    } else {
+        p.write_unit(&[0xf0 | e])?;
+        p.write_varint(size as u64)?;
+    }
+    p.flush()
+}
+
+fn write_bool(ruby: &Ruby, rb_self: Value, b: Value) -> Result<(), Error> {
+    let this = rb_self.as_raw();
+    let compact_type = if rb::truthy(b.as_raw()) {
+        ctype::BOOLEAN_TRUE
+    } else {
+        ctype::BOOLEAN_FALSE
+    };
+    let field = BOOLEAN_FIELD.get(this);
+    if rb::is_nil(field) {
+        return output(rb_self).write(&[compact_type]);
+    }
+    // @boolean_field is [type, id], set by write_field_begin.
+    let field = RArray::try_convert(value(field))?.as_raw();
+    // SAFETY: `field` is an Array.
+    let id_value = unsafe { rb::ary_entry(field, 1) };
+    let id = checked_i16(ruby, not_nil(ruby, value(id_value))?)?;
+    let mut p = Pending::new(output(rb_self));
+    write_field_header(&mut p, this, compact_type, id, id_value)?;
+    set_ivar(this, &BOOLEAN_FIELD, ids().boolean_field, rb::QNIL)
+}
+
+fn write_byte(ruby: &Ruby, rb_self: Value, v: Value) -> Result<(), Error> {
+    let b = checked_byte(ruby, not_nil(ruby, v)?)?;
+    output(rb_self).write(&[b as u8])
+}
+
+fn write_varint(rb_self: Value, n: u64) -> Result<(), Error> {
+    let mut p = Pending::new(output(rb_self));
+    p.write_varint(n)?;
+    p.flush()
+}
+
+fn write_i16(ruby: &Ruby, rb_self: Value, v: Value) -> Result<(), Error> {
+    let n = checked_i16(ruby, not_nil(ruby, v)?)?;
+    write_varint(rb_self, zigzag32(n.into()).into())
+}
+
+fn write_i32(ruby: &Ruby, rb_self: Value, v: Value) -> Result<(), Error> {
+    let n = checked_i32(ruby, not_nil(ruby, v)?)?;
+    write_varint(rb_self, zigzag32(n).into())
+}
+
+fn write_i64(ruby: &Ruby, rb_self: Value, v: Value) -> Result<(), Error> {
+    let n = checked_i64(ruby, not_nil(ruby, v)?)?;
+    write_varint(rb_self, zigzag64(n))
+}
+
+fn write_double(ruby: &Ruby, rb_self: Value, v: Value) -> Result<(), Error> {
+    let f = float_value(not_nil(ruby, v)?)?;
+    output(rb_self).write(&compact::encode_double(f))
+}
+
+fn write_string(ruby: &Ruby, rb_self: Value, s: Value) -> Result<(), Error> {
+    write_string_to(ruby, output(rb_self), s)
+}
+
+/// `force_binary_encoding(b)` (in place; nil raises NoMethodError in Thrift::Bytes), then its length and bytes.
+fn write_binary(ruby: &Ruby, rb_self: Value, b: Value) -> Result<(), Error> {
+    let buf = bytes::force_binary_encoding(b.as_raw())?;
+    let buf = RString::try_convert(value(buf))?.as_raw();
+    write_bytes_with_length(ruby, output(rb_self), buf)
+}
+
+fn write_uuid(ruby: &Ruby, rb_self: Value, u: Value) -> Result<(), Error> {
+    let bytes = uuid_bytes(ruby, u)?;
+    output(rb_self).write(&bytes)
+}
+
+// ----- reads -----
+
+fn read_varint32(ruby: &Ruby, input: &mut Input) -> Result<u32, Error> {
+    input.read_varint::<Varint32Reader>(ruby)
+}
+
+/// A varint32 size that must fit an i32.
+fn read_size(ruby: &Ruby, input: &mut Input, limit: CoreError) -> Result<usize, Error> {
+    let n = read_varint32(ruby, input)?;
+    if n > i32::MAX as u32 {
+        return Err(core_error(ruby, limit));
+    }
+    Ok(n as usize)
+}
+
+/// `read_i16` as the C accelerator: the zigzag varint32 truncated to 16 bits.
+fn read_i16_from(ruby: &Ruby, input: &mut Input) -> Result<i16, Error> {
+    Ok(unzigzag32(read_varint32(ruby, input)?) as i16)
+}
+
+fn read_message_begin(ruby: &Ruby, rb_self: Value) -> Result<RArray, Error> {
+    let this = rb_self.as_raw();
+    reset_message_size_if_asked(this)?;
+    let c = thrift().compact;
+    let bad_version = thrift().codes.bad_version;
+    let mut input = input(rb_self);
+    let protocol_id = input.read_byte(ruby)?;
+    if i64::from(protocol_id) != c.protocol_id {
+        let message = format!(
+            "Expected protocol id {} but got {protocol_id}",
+            c.protocol_id
+        );
+        return Err(errors::protocol(bad_version, &message));
+    }
+    let version_and_type = i64::from(input.read_byte(ruby)?);
+    let version = version_and_type & c.version_mask;
+    if version != c.version {
+        let message = format!("Expected version {} but got {version}", c.version);
+        return Err(errors::protocol(bad_version, &message));
+    }
+    let mtype = (version_and_type >> c.type_shift_amount) & c.type_bits;
+    let seqid = read_varint32(ruby, &mut input)? as i32;
+    let len = read_size(ruby, &mut input, CoreError::BinarySizeLimit)?;
+    let name = input.read_utf8(ruby, len)?;
+    Ok(ruby.ary_new_from_values(&[value(name), int(mtype), int(seqid.into())]))
+}
+
+fn read_struct_begin(rb_self: Value) -> Result<(), Error> {
+    push_field_id(rb_self.as_raw(), rb::integer(0))
+}
+
+fn read_field_begin(ruby: &Ruby, rb_self: Value) -> Result<RArray, Error> {
+    let this = rb_self.as_raw();
+    let header = input(rb_self).read_byte(ruby)? as u8;
+    let compact_type = header & 0x0f;
+    if compact_type == ctype::STOP {
+        return Ok(ruby.ary_new_from_values(&[ruby.qnil().as_value(), int(0), int(0)]));
+    }
+    let delta = header >> 4;
+    let id = if delta == 0 {
+        pop_field_id(this)?;
+        // Popping may have run Ruby code (`to_int` of a stack entry that is not an Integer): look at the transport
+        // afresh.
+        i32::from(read_i16_from(ruby, &mut input(rb_self))?)
+    } else {
+        pop_field_id(this)?.wrapping_add(delta.into())
+    };
+    if compact_type == ctype::BOOLEAN_TRUE || compact_type == ctype::BOOLEAN_FALSE {
+        let b = if compact_type == ctype::BOOLEAN_TRUE {
+            rb::QTRUE
+        } else {
+            rb::QFALSE
+        };
+        set_ivar(this, &BOOL_VALUE, ids().bool_value, b)?;
+    }
+    push_field_id(this, rb::integer(id.into()))?;
+    let t = thrift_type(ruby, compact_type)?;
+    Ok(ruby.ary_new_from_values(&[ruby.qnil().as_value(), t, int(id.into())]))
+}
+
+fn read_map_begin(ruby: &Ruby, rb_self: Value) -> Result<RArray, Error> {
+    let mut input = input(rb_self);
+    let size = read_size(ruby, &mut input, CoreError::ContainerSizeLimit)?;
+    let types = if size == 0 {
+        0
+    } else {
+        input.read_byte(ruby)? as u8
+    };
+    let k = thrift_type(ruby, types >> 4)?;
+    let v = thrift_type(ruby, types & 0x0f)?;
+    Ok(ruby.ary_new_from_values(&[k, v, int(size as i64)]))
+}
+
+fn read_list_begin(ruby: &Ruby, rb_self: Value) -> Result<RArray, Error> {
+    let mut input = input(rb_self);
+    let header = input.read_byte(ruby)? as u8;
+    let mut size = usize::from(header >> 4);
+    if size == 15 {
+        size = read_size(ruby, &mut input, CoreError::ContainerSizeLimit)?;
+    }
+    let e = thrift_type(ruby, header & 0x0f)?;
+    Ok(ruby.ary_new_from_values(&[e, int(size as i64)]))
+}
+
+fn read_bool(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
+    let this = rb_self.as_raw();
+    let pending = BOOL_VALUE.get(this);
+    if !rb::is_nil(pending) {
+        set_ivar(this, &BOOL_VALUE, ids().bool_value, rb::QNIL)?;
+        return Ok(value(pending));
+    }
+    let b = input(rb_self).read_byte(ruby)?;
+    Ok(ruby.into_value(b == ctype::BOOLEAN_TRUE as i8))
+}
+
+fn read_byte(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
+    let b = input(rb_self).read_byte(ruby)?;
+    Ok(int(b.into()))
+}
+
+fn read_i16(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
+    let n = read_i16_from(ruby, &mut input(rb_self))?;
+    Ok(int(n.into()))
+}
+
+fn read_i32(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
+    let n = unzigzag32(read_varint32(ruby, &mut input(rb_self))?);
+    Ok(int(n.into()))
+}
+
+fn read_i64(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
+    let n = unzigzag64(input(rb_self).read_varint::<Varint64Reader>(ruby)?);
+    Ok(int(n))
+}
+
+fn read_double(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
+    let f = compact::decode_double(input(rb_self).read_array(ruby)?);
+    Ok(value(rb::float(f)))
+}
+
+fn read_binary(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
+    let mut input = input(rb_self);
+    let len = read_size(ruby, &mut input, CoreError::BinarySizeLimit)?;
+    input.read_all(ruby, len).map(value)
+}
+
+fn read_string(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
+    let mut input = input(rb_self);
+    let len = read_size(ruby, &mut input, CoreError::BinarySizeLimit)?;
+    input.read_utf8(ruby, len).map(value)
+}
+
+fn read_uuid(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
+    input(rb_self).read_uuid(ruby).map(value)
+}
+
+pub fn init(ruby: &Ruby) -> Result<(), Error> {
+    let t = thrift();
+    let class = RClass::from_value(value(t.compact_protocol)).expect("CompactProtocol is a class");
+    let ids = ids();
+    TRANS.configure(t.compact_protocol, ids.trans);
+    LAST_FIELD.configure(t.compact_protocol, ids.last_field);
+    BOOL_VALUE.configure(t.compact_protocol, ids.bool_value);
+    BOOLEAN_FIELD.configure(t.compact_protocol, ids.boolean_field);
+
+    macro_rules! def {
+        ($name:expr, $m:expr) => {
+            registry::define_method(ruby, class, $name, $m)
+        };
+    }
+    def!("native?", magnus::method!(native_p, 0))?;
+    def!(
+        "write_message_begin",
+        magnus::method!(write_message_begin, 3)
+    )?;
+    def!("write_struct_begin", magnus::method!(write_struct_begin, 1))?;
+    def!("write_struct_end", magnus::method!(write_struct_end, 0))?;
+    def!("write_field_begin", magnus::method!(write_field_begin, 3))?;
+    def!("write_field_stop", magnus::method!(write_field_stop, 0))?;
+    def!("write_map_begin", magnus::method!(write_map_begin, 3))?;
+    def!("write_list_begin", magnus::method!(write_list_begin, 2))?;
+    def!("write_set_begin", magnus::method!(write_list_begin, 2))?;
+    def!("write_bool", magnus::method!(write_bool, 1))?;
+    def!("write_byte", magnus::method!(write_byte, 1))?;
+    def!("write_i16", magnus::method!(write_i16, 1))?;
+    def!("write_i32", magnus::method!(write_i32, 1))?;
+    def!("write_i64", magnus::method!(write_i64, 1))?;
+    def!("write_double", magnus::method!(write_double, 1))?;
+    def!("write_string", magnus::method!(write_string, 1))?;
+    def!("write_binary", magnus::method!(write_binary, 1))?;
+    def!("write_uuid", magnus::method!(write_uuid, 1))?;
+    for name in [
+        "write_message_end",
+        "write_field_end",
+        "write_map_end",
+        "write_list_end",
+        "write_set_end",
+    ] {
+        def!(name, magnus::method!(nothing, 0))?;
+    }
+
+    def!("read_message_begin", magnus::method!(read_message_begin, 0))?;
+    def!("read_struct_begin", magnus::method!(read_struct_begin, 0))?;
+    def!("read_struct_end", magnus::method!(write_struct_end, 0))?;
+    def!("read_field_begin", magnus::method!(read_field_begin, 0))?;
+    def!("read_map_begin", magnus::method!(read_map_begin, 0))?;
+    def!("read_list_begin", magnus::method!(read_list_begin, 0))?;
+    def!("read_set_begin", magnus::method!(read_list_begin, 0))?;
+    def!("read_bool", magnus::method!(read_bool, 0))?;
+    def!("read_byte", magnus::method!(read_byte, 0))?;
+    def!("read_i16", magnus::method!(read_i16, 0))?;
+    def!("read_i32", magnus::method!(read_i32, 0))?;
+    def!("read_i64", magnus::method!(read_i64, 0))?;
+    def!("read_double", magnus::method!(read_double, 0))?;
+    def!("read_string", magnus::method!(read_string, 0))?;
+    def!("read_binary", magnus::method!(read_binary, 0))?;
+    def!("read_uuid", magnus::method!(read_uuid, 0))?;
+    for name in [
+        "read_message_end",
+        "read_field_end",
+        "read_map_end",
+        "read_list_end",
+        "read_set_end",
+    ] {
+        def!(name, magnus::method!(nothing, 0))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,187 @@
+//! What the protocols share: the C accelerator's argument checks, batching of the bytes of one call, the
+//! `reset_message_size` step of `read_message_begin`, and UUID text checks.
+
+use magnus::prelude::*;
+use magnus::rb_sys::{protect, AsRawValue};
+use magnus::{Error, Ruby, TryConvert, Value};
+use rb_sys::stable_api::{get_default, StableApiDefinition};
+use rb_sys::VALUE;
+use thrift_native_core::uuid;
+
+use crate::thrift::{ids, thrift};
+use crate::transport::{method_id, value, Output};
+use crate::{errors, rb};
+
+// ----- argument checks, as the C accelerator's checked_integer_range -----
+
+pub fn checked_integer(ruby: &Ruby, v: Value, min: i64, max: i64) -> Result<i64, Error> {
+    let raw = v.as_raw();
+    let n = match rb::fixnum_value(raw) {
+        Some(n) => n,
+        // A Bignum beyond 64 bits raises NUM2LL's own RangeError.
+        None if rb::is_integer(raw) => i64::try_convert(v)?,
+        None => return Err(errors::integer_expected(ruby)),
+    };
+    if n < min || n > max {
+        return Err(errors::out_of_bounds(ruby));
+    }
+    Ok(n)
+}
+
+pub fn checked_byte(ruby: &Ruby, v: Value) -> Result<i8, Error> {
+    checked_integer(ruby, v, i8::MIN.into(), i8::MAX.into()).map(|n| n as i8)
+}
+
+pub fn checked_i16(ruby: &Ruby, v: Value) -> Result<i16, Error> {
+    checked_integer(ruby, v, i16::MIN.into(), i16::MAX.into()).map(|n| n as i16)
+}
+
+pub fn checked_i32(ruby: &Ruby, v: Value) -> Result<i32, Error> {
+    checked_integer(ruby, v, i32::MIN.into(), i32::MAX.into()).map(|n| n as i32)
+}
+
+pub fn checked_i64(ruby: &Ruby, v: Value) -> Result<i64, Error> {
+    checked_integer(ruby, v, i64::MIN, i64::MAX)
+}
+
+pub fn checked_size(ruby: &Ruby, v: Value) -> Result<i32, Error> {
+    checked_integer(ruby, v, 0, i32::MAX.into()).map(|n| n as i32)
+}
+
+pub fn not_nil(ruby: &Ruby, v: Value) -> Result<Value, Error> {
+    if v.is_nil() {
+        Err(errors::nil_argument(ruby))
+    } else {
+        Ok(v)
+    }
+}
+
+/// `FIX2INT`/`NUM2INT`: a Fixnum in int range as it is; anything else through `rb_num2int`, which converts with
+/// `to_int` and raises Ruby's own TypeError ("no implicit conversion from nil to integer") or RangeError.
+pub fn num2int(v: VALUE) -> Result<i32, Error> {
+    if let Some(n) = rb::fixnum_value(v).and_then(|n| i32::try_from(n).ok()) {
+        return Ok(n);
+    }
+    // SAFETY: protected; rb_num2int raises TypeError or RangeError for what it cannot convert. The long it returns
+    // travels back through the VALUE-sized return slot of protect.
+    let n = protect(|| unsafe { rb_sys::rb_num2int(v) as VALUE })?;
+    Ok(n as i64 as i32)
+}
+
+/// `rb_Float(v)`: Floats as they are, Integers and numeric Strings converted, anything else raises.
+pub fn float_value(v: Value) -> Result<f64, Error> {
+    let raw = v.as_raw();
+    let api = get_default();
+    // SAFETY: float_type_p checks the tag before reading a header; num2dbl of a Float cannot raise.
+    if unsafe { api.float_type_p(raw) } {
+        return Ok(unsafe { api.num2dbl(raw) });
+    }
+    // SAFETY: protected; rb_Float raises TypeError/ArgumentError for what it cannot convert, and returns a Float.
+    let f = protect(|| unsafe { rb_sys::rb_Float(raw) })?;
+    Ok(unsafe { api.num2dbl(f) })
+}
+
+/// The byte length of String `s` as an i32, or RangeError with `message`.
+pub fn string_length(ruby: &Ruby, s: VALUE, message: &'static str) -> Result<i32, Error> {
+    // SAFETY: `s` is a String.
+    i32::try_from(unsafe { rb::str_len(s) })
+        .map_err(|_| Error::new(ruby.exception_range_error(), message))
+}
+
+/// The 16 bytes of a UUID's text: INVALID_DATA "UUID must be a string" or "Invalid UUID format" otherwise.
+pub fn uuid_bytes(ruby: &Ruby, u: Value) -> Result<[u8; 16], Error> {
+    let raw = u.as_raw();
+    if !rb::is_string(raw) {
+        return Err(errors::protocol(
+            thrift().codes.invalid_data,
+            "UUID must be a string",
+        ));
+    }
+    // SAFETY: `raw` is a String; the slice is dropped before any Ruby call.
+    let parsed = uuid::parse(unsafe { rb::str_bytes(raw) });
+    parsed.map_err(|e| errors::from_core(ruby, e))
+}
+
+/// Step (a) of every `read_message_begin`: `trans.reset_message_size` when `@reset_message_size` is truthy.
+pub fn reset_message_size_if_asked(protocol: VALUE) -> Result<(), Error> {
+    let ids = ids();
+    if rb::truthy(rb::ivar_get(protocol, ids.reset_message_size_ivar)) {
+        let trans = value(rb::ivar_get(protocol, ids.trans));
+        trans.funcall::<_, _, Value>(method_id(ids.reset_message_size), ())?;
+    }
+    Ok(())
+}
+
+/// Bytes gathered for one call, so that a check failing half-way still emits what the C accelerator had already
+/// written before it (its writes happen between its checks).
+pub struct Pending {
+    out: Output,
+    bytes: [u8; 32],
+    len: usize,
+}
+
+impl Pending {
+    pub fn new(out: Output) -> Self {
+        Pending {
+            out,
+            bytes: [0; 32],
+            len: 0,
+        }
+    }
+
+    pub fn output(&self) -> &Output {
+        &self.out
+    }
+
+    /// Gathers bytes for one write at `flush`.
+    pub fn push(&mut self, b: &[u8]) {
+        self.bytes[self.len..self.len + b.len()].copy_from_slice(b);
+        self.len += b.len();
+    }
+
+    /// One `trans.write` of the C accelerator: on a transport it happens now, as its own call (after what was
+    /// gathered); into a plain buffer it is gathered with the rest.
+    pub fn write_unit(&mut self, b: &[u8]) -> Result<(), Error> {
+        match self.out {
+            Output::Buffer(_) => {
+                self.push(b);
+                Ok(())
+            }
+            Output::Transport(_) => {
+                self.flush()?;
+                self.out.write(b)
+            }
+        }
+    }
+
+    /// A varint written as the C accelerator does: one `trans.write` per byte.
+    pub fn write_varint(&mut self, n: u64) -> Result<(), Error> {
+        let v = thrift_native_core::compact::Varint::new(n);
+        match self.out {
+            Output::Buffer(_) => {
+                self.push(v.as_bytes());
+                Ok(())
+            }
+            Output::Transport(_) => {
+                self.flush()?;
+                v.as_bytes().iter().try_for_each(|b| self.out.write(&[*b]))
+            }
+        }
+    }
+
+    /// Writes what was gathered, then passes the check's result on.
+    pub fn flush(&mut self) -> Result<(), Error> {
+        if self.len > 0 {
+            let len = std::mem::take(&mut self.len);
+            self.out.write(&self.bytes[..len])?;
+        }
+        Ok(())
+    }
+
+    pub fn check<T>(&mut self, result: Result<T, Error>) -> Result<T, Error> {
+        if result.is_err() {
+            self.flush()?;
+        }
+        result
+    }
+}

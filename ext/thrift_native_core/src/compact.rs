@@ -1,0 +1,381 @@
+//! Thrift's compact encoding: zigzag LEB128 varints with their byte limits, little-endian doubles, and the mapping
+//! between Thrift types (`Thrift::Types`) and the 4-bit compact types of field and container headers.
+
+use crate::CoreError;
+
+/// The longest varints: 5 bytes for 32 bits, 10 for 64.
+pub const MAX_VARINT32_BYTES: usize = 5;
+pub const MAX_VARINT64_BYTES: usize = 10;
+
+/// Compact types (the low nibble of a field header, or a container's element types).
+pub mod ctype {
+    pub const STOP: u8 = 0x00;
+    pub const BOOLEAN_TRUE: u8 = 0x01;
+    pub const BOOLEAN_FALSE: u8 = 0x02;
+    pub const BYTE: u8 = 0x03;
+    pub const I16: u8 = 0x04;
+    pub const I32: u8 = 0x05;
+    pub const I64: u8 = 0x06;
+    pub const DOUBLE: u8 = 0x07;
+    pub const BINARY: u8 = 0x08;
+    pub const LIST: u8 = 0x09;
+    pub const SET: u8 = 0x0a;
+    pub const MAP: u8 = 0x0b;
+    pub const STRUCT: u8 = 0x0c;
+    pub const UUID: u8 = 0x0d;
+}
+
+/// Thrift types (`Thrift::Types`), the same numbers in every thrift version; UUID (16) is master's.
+pub mod ttype {
+    pub const STOP: u8 = 0;
+    pub const BOOL: u8 = 2;
+    pub const BYTE: u8 = 3;
+    pub const DOUBLE: u8 = 4;
+    pub const I16: u8 = 6;
+    pub const I32: u8 = 8;
+    pub const I64: u8 = 10;
+    pub const STRING: u8 = 11;
+    pub const STRUCT: u8 = 12;
+    pub const MAP: u8 = 13;
+    pub const SET: u8 = 14;
+    pub const LIST: u8 = 15;
+    pub const UUID: u8 = 16;
+}
+
+/// The compact type written for a Thrift type. STOP and unknown types are INVALID_DATA, as in the C accelerator
+/// (pure Ruby maps STOP to 0).
+pub fn compact_type_of(t: i64) -> Result<u8, CoreError> {
+    let c = match u8::try_from(t).unwrap_or(u8::MAX) {
+        ttype::BOOL => ctype::BOOLEAN_TRUE,
+        ttype::BYTE => ctype::BYTE,
+        ttype::I16 => ctype::I16,
+        ttype::I32 => ctype::I32,
+        ttype::I64 => ctype::I64,
+        ttype::DOUBLE => ctype::DOUBLE,
+        ttype::STRING => ctype::BINARY,
+        ttype::LIST => ctype::LIST,
+        ttype::SET => ctype::SET,
+        ttype::MAP => ctype::MAP,
+        ttype::STRUCT => ctype::STRUCT,
+        ttype::UUID => ctype::UUID,
+        _ => return Err(CoreError::UnknownCompactType(t)),
+    };
+    Ok(c)
+}
+
+/// The Thrift type of a compact type read off the wire (`c` is a nibble, 0..=15).
+pub fn thrift_type_of(c: u8) -> Result<u8, CoreError> {
+    let t = match c {
+        ctype::STOP => ttype::STOP,
+        ctype::BOOLEAN_TRUE | ctype::BOOLEAN_FALSE => ttype::BOOL,
+        ctype::BYTE => ttype::BYTE,
+        ctype::I16 => ttype::I16,
+        ctype::I32 => ttype::I32,
+        ctype::I64 => ttype::I64,
+        ctype::DOUBLE => ttype::DOUBLE,
+        ctype::BINARY => ttype::STRING,
+        ctype::LIST => ttype::LIST,
+        ctype::SET => ttype::SET,
+        ctype::MAP => ttype::MAP,
+        ctype::STRUCT => ttype::STRUCT,
+        ctype::UUID => ttype::UUID,
+        _ => return Err(CoreError::UnknownCompactType(c.into())),
+    };
+    Ok(t)
+}
+
+#[inline(always)]
+pub fn zigzag32(n: i32) -> u32 {
+    ((n << 1) ^ (n >> 31)) as u32
+}
+
+#[inline(always)]
+pub fn zigzag64(n: i64) -> u64 {
+    ((n << 1) ^ (n >> 63)) as u64
+}
+
+#[inline(always)]
+pub fn unzigzag32(n: u32) -> i32 {
+    ((n >> 1) as i32) ^ -((n & 1) as i32)
+}
+
+#[inline(always)]
+pub fn unzigzag64(n: u64) -> i64 {
+    ((n >> 1) as i64) ^ -((n & 1) as i64)
+}
+
+/// A LEB128 varint: its bytes and how many of them are used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Varint {
+    bytes: [u8; MAX_VARINT64_BYTES],
+    len: usize,
+}
+
+impl Varint {
+    #[inline(always)]
+    pub fn new(mut n: u64) -> Self {
+        let mut bytes = [0u8; MAX_VARINT64_BYTES];
+        let mut len = 0;
+        while n & !0x7f != 0 {
+            bytes[len] = (n as u8 & 0x7f) | 0x80;
+            n >>= 7;
+            len += 1;
+        }
+        bytes[len] = n as u8;
+        Varint {
+            bytes,
+            len: len + 1,
+        }
+    }
+
+    #[inline(always)]
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.bytes[..self.len]
+    }
+}
+
+/// One step of reading a varint byte by byte, as the C accelerator does through `trans.read_byte`.
+pub trait VarintStep: Default {
+    type Output;
+    /// Takes the next byte: `Some(value)` when it was the last one, `None` when more follow.
+    fn step(&mut self, b: u8) -> Result<Option<Self::Output>, CoreError>;
+}
+
+/// A 32-bit varint: at most 5 bytes, the 5th without the continuation bit and with no bits beyond 32.
+#[derive(Debug, Default)]
+pub struct Varint32Reader {
+    value: u32,
+    read: u32,
+}
+
+impl VarintStep for Varint32Reader {
+    type Output = u32;
+
+    #[inline(always)]
+    fn step(&mut self, b: u8) -> Result<Option<u32>, CoreError> {
+        if self.read < (MAX_VARINT32_BYTES - 1) as u32 {
+            self.value |= u32::from(b & 0x7f) << (7 * self.read);
+            self.read += 1;
+            return Ok((b & 0x80 == 0).then_some(self.value));
+        }
+        if b & 0x80 != 0 {
+            return Err(CoreError::VarintTooLong32);
+        }
+        if b & !0x0f != 0 {
+            return Err(CoreError::VarintOverflow32);
+        }
+        Ok(Some(self.value | (u32::from(b) << 28)))
+    }
+}
+
+/// A 64-bit varint: at most 10 bytes; bits of the 10th beyond 64 are dropped.
+#[derive(Debug, Default)]
+pub struct Varint64Reader {
+    value: u64,
+    read: u32,
+}
+
+impl VarintStep for Varint64Reader {
+    type Output = u64;
+
+    #[inline(always)]
+    fn step(&mut self, b: u8) -> Result<Option<u64>, CoreError> {
+        self.value |= u64::from(b & 0x7f) << (7 * self.read);
+        self.read += 1;
+        if b & 0x80 == 0 {
+            Ok(Some(self.value))
+        } else if self.read as usize == MAX_VARINT64_BYTES {
+            Err(CoreError::VarintTooLong64)
+        } else {
+            Ok(None)
+        }
+    }
+}
+
+/// Decodes a varint from the front of `bytes`, returning the outcome and how many bytes reading it byte by byte
+/// would have consumed: the varint's length, the bytes up to the one that broke a limit, or all of them when they
+/// end first (then the outcome is `Eof`).
+#[inline(always)]
+pub fn decode_varint<R: VarintStep>(bytes: &[u8]) -> (Result<R::Output, CoreError>, usize) {
+    let mut reader = R::default();
+    for (i, &b) in bytes.iter().enumerate() {
+        match reader.step(b) {
+            Ok(Some(v)) => return (Ok(v), i + 1),
+            Ok(None) => {}
+            Err(e) => return (Err(e), i + 1),
+        }
+    }
+    let eof = CoreError::Eof {
+        needed: bytes.len() + 1,
+        available: bytes.len(),
+    };
+    (Err(eof), bytes.len())
+}
+
+/// A field header: the delta form `delta << 4 | type` when `0 < id - last <= 15`, else the type byte followed by
+/// the zigzag varint of the id.
+pub fn field_header(compact_type: u8, id: i16, last: i64) -> ([u8; 4], usize) {
+    let mut out = [0u8; 4];
+    let delta = i64::from(id) - last;
+    if delta > 0 && delta <= 15 {
+        out[0] = ((delta as u8) << 4) | (compact_type & 0x0f);
+        return (out, 1);
+    }
+    out[0] = compact_type & 0x0f;
+    let v = Varint::new(zigzag32(id.into()).into());
+    out[1..1 + v.len].copy_from_slice(v.as_bytes());
+    (out, 1 + v.len)
+}
+
+pub fn encode_double(f: f64) -> [u8; 8] {
+    f.to_le_bytes()
+}
+
+pub fn decode_double(b: [u8; 8]) -> f64 {
+    f64::from_le_bytes(b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read32(bytes: &[u8]) -> (Result<u32, CoreError>, usize) {
+        decode_varint::<Varint32Reader>(bytes)
+    }
+
+    fn read64(bytes: &[u8]) -> (Result<u64, CoreError>, usize) {
+        decode_varint::<Varint64Reader>(bytes)
+    }
+
+    #[test]
+    fn zigzag_round_trips_at_the_boundaries() {
+        for n in [i32::MIN, -2, -1, 0, 1, 2, i32::MAX] {
+            assert_eq!(unzigzag32(zigzag32(n)), n);
+        }
+        for n in [i64::MIN, -1, 0, 1, i64::MAX] {
+            assert_eq!(unzigzag64(zigzag64(n)), n);
+        }
+        assert_eq!(zigzag32(-1), 1);
+        assert_eq!(zigzag32(1), 2);
+        assert_eq!(zigzag32(i32::MIN), u32::MAX);
+        assert_eq!(zigzag64(i64::MIN), u64::MAX);
+    }
+
+    #[test]
+    fn varints_encode_as_leb128() {
+        assert_eq!(Varint::new(0).as_bytes(), &[0]);
+        assert_eq!(Varint::new(127).as_bytes(), &[0x7f]);
+        assert_eq!(Varint::new(128).as_bytes(), &[0x80, 0x01]);
+        assert_eq!(Varint::new(300).as_bytes(), &[0xac, 0x02]);
+        assert_eq!(
+            Varint::new(u32::MAX.into()).as_bytes(),
+            &[0xff, 0xff, 0xff, 0xff, 0x0f]
+        );
+        assert_eq!(
+            Varint::new(u64::MAX).as_bytes(),
+            &[0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01]
+        );
+    }
+
+    #[test]
+    fn varints_round_trip() {
+        for n in [0u64, 1, 127, 128, 16383, 16384, u32::MAX.into()] {
+            let v = Varint::new(n);
+            assert_eq!(read32(v.as_bytes()), (Ok(n as u32), v.as_bytes().len()));
+        }
+        for n in [0u64, 1, 1 << 35, 1 << 63, u64::MAX] {
+            let v = Varint::new(n);
+            assert_eq!(read64(v.as_bytes()), (Ok(n), v.as_bytes().len()));
+        }
+    }
+
+    #[test]
+    fn varint32_limits() {
+        assert_eq!(
+            read32(&[0x80, 0x80, 0x80, 0x80, 0x0f]),
+            (Ok(0xf000_0000), 5)
+        );
+        assert_eq!(
+            read32(&[0xff, 0xff, 0xff, 0xff, 0x07]),
+            (Ok(i32::MAX as u32), 5)
+        );
+        assert_eq!(
+            read32(&[0x80, 0x80, 0x80, 0x80, 0x80, 0x01]),
+            (Err(CoreError::VarintTooLong32), 5)
+        );
+        for last in [0x10, 0x7f] {
+            assert_eq!(
+                read32(&[0x80, 0x80, 0x80, 0x80, last]),
+                (Err(CoreError::VarintOverflow32), 5)
+            );
+        }
+    }
+
+    #[test]
+    fn varint64_limits() {
+        let mut ten = [0xffu8; 10];
+        ten[9] = 0x7f; // bits beyond 64 are dropped
+        assert_eq!(read64(&ten), (Ok(u64::MAX), 10));
+        assert_eq!(read64(&[0x80; 11]), (Err(CoreError::VarintTooLong64), 10));
+    }
+
+    #[test]
+    fn a_short_varint_is_eof_after_all_its_bytes() {
+        assert_eq!(
+            read32(&[0x80, 0x80]),
+            (
+                Err(CoreError::Eof {
+                    needed: 3,
+                    available: 2
+                }),
+                2
+            )
+        );
+        assert_eq!(read64(&[]).1, 0);
+        assert_eq!(read32(&[0x05, 0xff]), (Ok(5), 1));
+    }
+
+    #[test]
+    fn type_mapping_both_ways() {
+        for t in [2u8, 3, 4, 6, 8, 10, 11, 12, 13, 14, 15, 16] {
+            let c = compact_type_of(t.into()).unwrap();
+            assert_eq!(thrift_type_of(c), Ok(t));
+        }
+        assert_eq!(thrift_type_of(ctype::BOOLEAN_FALSE), Ok(ttype::BOOL));
+        assert_eq!(thrift_type_of(0), Ok(0));
+        for bad in [0i64, 1, 5, 7, 9, 17, 99, -1, 256] {
+            assert_eq!(
+                compact_type_of(bad),
+                Err(CoreError::UnknownCompactType(bad))
+            );
+        }
+        for bad in [14u8, 15] {
+            assert_eq!(
+                thrift_type_of(bad),
+                Err(CoreError::UnknownCompactType(bad.into()))
+            );
+        }
+    }
+
+    #[test]
+    fn field_headers_use_deltas_up_to_15() {
+        assert_eq!(field_header(ctype::I32, 1, 0), ([0x15, 0, 0, 0], 1));
+        assert_eq!(field_header(ctype::I32, 15, 0), ([0xf5, 0, 0, 0], 1));
+        assert_eq!(field_header(ctype::I32, 16, 0), ([0x05, 0x20, 0, 0], 2));
+        assert_eq!(field_header(ctype::I32, 3, 3), ([0x05, 0x06, 0, 0], 2));
+        assert_eq!(field_header(ctype::I32, -1, 0), ([0x05, 0x01, 0, 0], 2));
+        assert_eq!(
+            field_header(ctype::BYTE, i16::MIN, 0),
+            ([0x03, 0xff, 0xff, 0x03], 4)
+        );
+    }
+
+    #[test]
+    fn doubles_are_little_endian() {
+        assert_eq!(encode_double(1.0), [0, 0, 0, 0, 0, 0, 0xf0, 0x3f]);
+        assert_eq!(
+            decode_double(encode_double(-0.0)).to_bits(),
+            (-0.0f64).to_bits()
+        );
+    }
+}
