@@ -52,17 +52,20 @@ def table(results)
   render(header, rows)
 end
 
+# results: { protocol => { op => { impl => row } } }
 def struct_table(results)
-  header = ["scenario", *IMPLS.map { |i| "#{LABELS[i]} s" }, "vs C", *IMPLS.map { |i| "#{LABELS[i]} obj/op" }]
-  rows = results.map do |op, by_impl|
-    c, ours = by_impl["c-master"] || by_impl["c"], by_impl["ours"]
-    any = by_impl.values.first
-    label = "#{op} (#{any["count"]}x, #{any["bytes"]} B)"
-    speedup = c && ours ? format("%.2fx", c["seconds"] / ours["seconds"]) : "n/a"
-    [label, *IMPLS.map { |i| by_impl[i] ? format("%.4f", by_impl[i]["seconds"]) : "n/a" }, speedup,
-     *IMPLS.map { |i| by_impl[i] ? format("%.2f", by_impl[i]["objects_per_op"]) : "n/a" }]
+  header = ["protocol", "scenario", *IMPLS.map { |i| "#{LABELS[i]} s" }, "vs C", *IMPLS.map { |i| "#{LABELS[i]} obj/op" }]
+  rows = results.flat_map do |protocol, by_op|
+    by_op.map do |op, by_impl|
+      c, ours = by_impl["c-master"] || by_impl["c"], by_impl["ours"]
+      any = by_impl.values.first
+      label = "#{op} (#{any["count"]}x, #{any["bytes"]} B)"
+      speedup = c && ours ? format("%.2fx", c["seconds"] / ours["seconds"]) : "n/a"
+      [protocol, label, *IMPLS.map { |i| by_impl[i] ? format("%.4f", by_impl[i]["seconds"]) : "n/a" }, speedup,
+       *IMPLS.map { |i| by_impl[i] ? format("%.2f", by_impl[i]["objects_per_op"]) : "n/a" }]
+    end
   end
-  render(header, rows, 1)
+  render(header, rows)
 end
 
 # `left`: how many leading columns are labels (left-aligned).
@@ -87,8 +90,8 @@ puts "\nBinary and compact protocol primitives over a MemoryBufferTransport (ns/
 puts table(primitives)
 save("primitives", primitives)
 
-structs = run_suite("structs.rb")
-puts "\nStruct read/write, binary protocol over a MemoryBufferTransport (total seconds for the count, objects per " \
+structs = PROTOCOLS.to_h { |protocol| [protocol, run_suite("structs.rb", protocol)] }
+puts "\nStruct read/write over a MemoryBufferTransport (total seconds for the count, objects per " \
      "read or write; a read's objects include the 2 that `Small.new` itself makes and the objects the result holds)\n\n"
 puts struct_table(structs)
 save("structs", structs)

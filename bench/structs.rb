@@ -4,13 +4,14 @@
 # field of each scalar type plus two strings, 77 bytes in binary) read and written 20,000 times, and a large one
 # (four levels of lists and i32/i64/double/string-keyed maps, about 1.6 MB in binary) read and written a few times.
 # Run by bench/run.rb in a child process per accelerator; prints one JSON line per measurement.
-#   ruby bench/structs.rb pure|c|c-master|ours [seconds, unused]
+#   ruby bench/structs.rb pure|c|c-master|ours [seconds, unused] [binary|compact]
 
 require "json"
 require_relative "../spec/support/accelerator"
 require_relative "../spec/support/codec_types"
 require_relative "../spec/support/codec_samples"
 
+ENV["PROTOCOL"] = ARGV.fetch(2, "binary")
 Accelerator.load(ARGV.fetch(0))
 CodecTypes.load!
 

@@ -46,30 +46,40 @@ module ThriftNative
     end
   end
 
-  # Tells the extension when Ruby code changes a method that a fast path relies on, so that it falls back to
-  # calling the Ruby method (as RSpec's `allow_any_instance_of` or a monkey patch expect).
+  # Tells the extension when Ruby code changes one of its native methods on a class whose fast path relies on
+  # them, so that it falls back to calling the Ruby method (as RSpec's `allow_any_instance_of` or a monkey patch
+  # expect).
   module FastPathGuard
     def method_added(name)
-      ThriftNative.method_changed(self, name.to_s)
+      ThriftNative.__send__(:native_method_changed, self, name)
       super
     end
 
     def method_removed(name)
-      ThriftNative.method_changed(self, name.to_s)
+      ThriftNative.__send__(:native_method_changed, self, name)
       super
     end
 
     def method_undefined(name)
-      ThriftNative.method_changed(self, name.to_s)
+      ThriftNative.__send__(:native_method_changed, self, name)
       super
     end
 
     def prepend(*modules)
-      modules.each { |m| m.instance_methods(true).each { |name| ThriftNative.method_changed(self, name.to_s) } }
+      modules.each { |m| m.instance_methods(true).each { |name| ThriftNative.__send__(:native_method_changed, self, name) } }
       super
+    end
+  end
+
+  class << self
+    private
+
+    def native_method_changed(klass, name)
+      method_changed(klass, name.to_s) if NATIVE_METHODS.fetch(klass, []).include?(name.to_sym)
     end
   end
 
   ::Thrift::MemoryBufferTransport.singleton_class.prepend(FastPathGuard)
   ::Thrift::BinaryProtocolAccelerated.singleton_class.prepend(FastPathGuard)
+  ::Thrift::CompactProtocol.singleton_class.prepend(FastPathGuard)
 end

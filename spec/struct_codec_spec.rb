@@ -256,6 +256,59 @@ RSpec.describe "Thrift::Struct and Thrift::Union read/write" do
     end
   end
 
+  describe "with CompactProtocol" do
+    let(:compact_dispatching) { Class.new(Thrift::CompactProtocol) }
+
+    it "decodes what it encodes, with the same bytes on the fast and the dispatch path" do
+      r = Random.new(9)
+      30.times do
+        sample = CodecSamples.everything(r)
+        bytes = encode(sample, Thrift::CompactProtocol)
+        expect(encode(sample, compact_dispatching)).to eq(bytes)
+        expect(decode(CodecTest::Everything, bytes, Thrift::CompactProtocol)).to eq(sample)
+        expect(decode(CodecTest::Everything, bytes, compact_dispatching)).to eq(sample)
+      end
+    end
+
+    it "packs bool fields into the field header and uses field-id deltas" do
+      s = CodecTest::Scalars.new(a_bool: true, an_i16: -1, a_color: 2)
+      expect(encode(s, Thrift::CompactProtocol)).to eq("\x11\x24\x01\x65\x04\x00".b)
+      expect(encode(CodecTest::Scalars.new(a_bool: false), Thrift::CompactProtocol)).to eq("\x12\x00".b)
+      expect(encode(CodecTest::Containers.new(bools: [true, false]), Thrift::CompactProtocol)).to eq("\x19\x21\x01\x02\x00".b)
+    end
+
+    it "leaves @last_field, @bool_value and @boolean_field as it found them" do
+      prot = buffer_prot("".b, Thrift::CompactProtocol)
+      state = -> { %i[@last_field @bool_value @boolean_field].map { |iv| prot.instance_variable_get(iv) } }
+      before = state.call.map(&:dup)
+      CodecSamples.everything(Random.new(1)).write(prot)
+      CodecTest::Everything.new.read(prot)
+      expect(state.call).to eq(before)
+    end
+
+    it "allocates only what the result holds when decoding, and nothing when encoding" do
+      small = CodecSamples.small
+      bytes = encode(small, Thrift::CompactProtocol)
+      trans = Thrift::MemoryBufferTransport.new
+      prot = Thrift::CompactProtocol.new(trans)
+      target = CodecTest::Small.new
+      expect(allocations_per(100) { trans.reset_buffer(bytes); target.read(prot) }).to eq(200)
+      trans.reset_buffer
+      expect(allocations_per(100) { small.write(prot) }).to eq(0)
+    end
+
+    it "raises the contract's errors for bad compact input" do
+      expect { decode(CodecTest::Leaf, "\x15\xFF\xFF\xFF\xFF\x7F\x00".b, Thrift::CompactProtocol) }
+        .to raise_error(Thrift::ProtocolException, "Variable-length int overflows uint32.")
+      expect { decode(CodecTest::Leaf, "\x1E\x00".b, Thrift::CompactProtocol) }
+        .to raise_error(Thrift::ProtocolException, "Unknown compact type: 14")
+      expect { decode(CodecTest::Containers, "\x49\xF5\xFF\xFF\xFF\xFF\x0F".b, Thrift::CompactProtocol) }
+        .to raise_error(Thrift::ProtocolException, "Container size limit exceeded")
+      expect { decode(CodecTest::Leaf, "\x28\xFF\xFF\xFF\xFF\x0F".b, Thrift::CompactProtocol) }
+        .to raise_error(Thrift::ProtocolException, "Binary size limit exceeded")
+    end
+  end
+
   describe "allocations" do
     it "decoding allocates only the objects the result holds" do
       small = CodecSamples.small

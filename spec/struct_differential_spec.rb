@@ -6,56 +6,66 @@ RSpec.describe "Struct read/write, differentially" do
   STRUCT_RUNNER = File.expand_path("support/struct_runner.rb", __dir__)
 
   def runner(accelerator, *args, input: nil)
-    out, err, status = Open3.capture3(RbConfig.ruby, STRUCT_RUNNER, accelerator, *args.map(&:to_s),
+    out, err, status = Open3.capture3({ "PROTOCOL" => protocol }, RbConfig.ruby, STRUCT_RUNNER, accelerator, *args.map(&:to_s),
                                       stdin_data: input ? Marshal.dump(input) : "", binmode: true)
     raise "struct runner (#{accelerator} #{args.join(" ")}) failed: #{err}" unless status.success?
 
     Marshal.load(out)
   end
 
-  it "encodes random instances to identical bytes" do
-    bytes = %w[pure c ours].to_h { |a| [a, runner(a, "write", 2024, 40)] }
-    expect(bytes["ours"].size).to eq(40)
-    expect(bytes["ours"]).to eq(bytes["c"])
-    expect(bytes["ours"]).to eq(bytes["pure"])
-  end
+  %w[binary compact].each do |protocol_name|
+    context "with the #{protocol_name} protocol" do
+      let(:protocol) { protocol_name }
 
-  it "decodes the same bytes to the same objects" do
-    bytes = runner("c", "write", 77, 40)
-    decoded = %w[pure c ours].to_h { |a| [a, runner(a, "read", "Everything", input: bytes)] }
-    expect(decoded["ours"]).to all(be_a(String))
-    expect(decoded["ours"]).to eq(decoded["c"])
-    expect(decoded["ours"]).to eq(decoded["pure"])
-  end
-
-  it "fails on the same malformed inputs with the same exceptions as the C accelerator" do
-    r = Random.new(5)
-    valid = runner("ours", "write", 5, 10)
-    mutated = valid.flat_map do |b|
-      [b.byteslice(0, r.rand(b.bytesize)),                                    # truncated
-       b.dup.tap { |m| m.setbyte(r.rand(m.bytesize), r.rand(256)) },          # one byte overwritten
-       b.dup.tap { |m| i = r.rand(m.bytesize); m.setbyte(i, m.getbyte(i) ^ (1 << r.rand(8))) }] # one bit flipped
+    it "encodes random instances to identical bytes" do
+      bytes = %w[pure c ours].to_h { |a| [a, runner(a, "write", 2024, 40)] }
+      expect(bytes["ours"].size).to eq(40)
+      expect(bytes["ours"]).to eq(bytes["c"])
+      expect(bytes["ours"]).to eq(bytes["pure"])
     end
-    ours = runner("ours", "read", "Everything", input: mutated)
-    c = runner("c", "read", "Everything", input: mutated)
-    # Where Debian's 0.14 C accelerator differs from master (it has no negative-size checks, BAD_VERSION code 0, ...),
-    # only the exception class is compared; everything that decodes must decode identically.
-    ours.zip(c, mutated).each do |o, cc, input|
-      if o.is_a?(String) || cc.is_a?(String)
-        expect(o).to eq(cc), "input #{input.unpack1("H*")}"
-      else
-        expect(o[0]).to eq(cc[0]).or(eq("Thrift::ProtocolException")), "input #{input.unpack1("H*")}: #{o} vs #{cc}"
+
+    it "decodes the same bytes to the same objects" do
+      bytes = runner("c", "write", 77, 40)
+      decoded = %w[pure c ours].to_h { |a| [a, runner(a, "read", "Everything", input: bytes)] }
+      expect(decoded["ours"]).to all(be_a(String))
+      expect(decoded["ours"]).to eq(decoded["c"])
+      expect(decoded["ours"]).to eq(decoded["pure"])
+    end
+
+    it "fails on the same malformed inputs with the same exceptions as the C accelerator" do
+      r = Random.new(5)
+      valid = runner("ours", "write", 5, 10)
+      mutated = valid.flat_map do |b|
+        [b.byteslice(0, r.rand(b.bytesize)),                                    # truncated
+         b.dup.tap { |m| m.setbyte(r.rand(m.bytesize), r.rand(256)) },          # one byte overwritten
+         b.dup.tap { |m| i = r.rand(m.bytesize); m.setbyte(i, m.getbyte(i) ^ (1 << r.rand(8))) }] # one bit flipped
+      end
+      ours = runner("ours", "read", "Everything", input: mutated)
+      c = runner("c", "read", "Everything", input: mutated)
+      # Where Debian's 0.14 C accelerator differs from master (it has no negative-size checks, BAD_VERSION code 0, ...),
+      # only the exception class is compared; everything that decodes must decode identically.
+      ours.zip(c, mutated).each do |o, cc, input|
+        # 0.14's compact varints are unbounded (section 9.2): an over-long or overflowing varint that it decodes is
+        # INVALID_DATA under master's limits, which thrift_native follows.
+        next if protocol == "compact" && o.is_a?(Array) && o[1].start_with?("Variable-length int")
+
+        if o.is_a?(String) || cc.is_a?(String)
+          expect(o).to eq(cc), "input #{input.unpack1("H*")}"
+        else
+          expect(o[0]).to eq(cc[0]).or(eq("Thrift::ProtocolException")), "input #{input.unpack1("H*")}: #{o} vs #{cc}"
+        end
       end
     end
-  end
 
-  it "makes the same protocol calls as the C accelerator on the dispatch path" do
-    [3, 4].each do |seed|
-      ours = runner("ours", "calls", seed)
-      c = runner("c", "calls", seed)
-      expect(ours[0]).to eq(c[0])
-      expect(ours[1]).to eq(c[1])
-      expect(ours[0].size).to be > 20
+    it "makes the same protocol calls as the C accelerator on the dispatch path" do
+      [3, 4].each do |seed|
+        ours = runner("ours", "calls", seed)
+        c = runner("c", "calls", seed)
+        expect(ours[0]).to eq(c[0])
+        expect(ours[1]).to eq(c[1])
+        expect(ours[0].size).to be > 20
+      end
+    end
     end
   end
 end

@@ -4,7 +4,13 @@
 # a newer C accelerator from THRIFT_MASTER_RB (an apache/thrift checkout's lib/rb whose ext/ you built), or ours.
 module Accelerator
   class << self
-    attr_reader :name, :protocol_class
+    attr_reader :name
+
+    # The protocol to use: BinaryProtocolAccelerated (or pure BinaryProtocol), or with PROTOCOL=compact the
+    # CompactProtocol (whose methods each accelerator replaces in place).
+    def protocol_class
+      ENV["PROTOCOL"] == "compact" ? Thrift::CompactProtocol : @protocol_class
+    end
 
     def load(name)
       @name = name

@@ -25,9 +25,9 @@ use crate::transport::{value, Input, Output};
 use crate::{bytes, errors, rb, registry};
 
 /// Ivars of exact CompactProtocol instances.
-static TRANS: IvarSlot = IvarSlot::new();
+pub static TRANS: IvarSlot = IvarSlot::new();
 static LAST_FIELD: IvarSlot = IvarSlot::new();
-static BOOL_VALUE: IvarSlot = IvarSlot::new();
+pub static BOOL_VALUE: IvarSlot = IvarSlot::new();
 static BOOLEAN_FIELD: IvarSlot = IvarSlot::new();
 
 const OUT_OF_BOUNDS: &str = "integer out of bounds";
@@ -61,7 +61,7 @@ fn int(n: i64) -> Value {
 }
 
 /// Sets an ivar through its slot when the value is an immediate and the protocol is not frozen, else as Ruby does.
-fn set_ivar(this: VALUE, slot: &IvarSlot, id: rb_sys::ID, v: VALUE) -> Result<(), Error> {
+pub fn set_ivar(this: VALUE, slot: &IvarSlot, id: rb_sys::ID, v: VALUE) -> Result<(), Error> {
     if rb::is_frozen(this) || !rb::is_special_const(v) {
         return rb::ivar_set(this, id, v);
     }

@@ -28,6 +28,8 @@ fn method_changed(_rb_self: Value, class: Value, name: String) {
         memory_buffer::method_changed(&name);
     } else if class.as_raw() == binary_protocol::class() {
         struct_codec::binary_method_changed();
+    } else if class.as_raw() == thrift::thrift().compact_protocol {
+        struct_codec::compact_method_changed();
     }
 }
 

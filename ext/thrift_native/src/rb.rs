@@ -28,8 +28,13 @@ pub fn ivar_set_unfrozen(obj: VALUE, id: ID, value: VALUE) {
     }
 }
 
-/// Sets an ivar, raising FrozenError as Ruby would for a frozen object.
+/// Sets an ivar, raising FrozenError as Ruby would for a frozen object (only that case pays for `protect`).
+#[inline(always)]
 pub fn ivar_set(obj: VALUE, id: ID, value: VALUE) -> Result<(), Error> {
+    if !is_frozen(obj) {
+        ivar_set_unfrozen(obj, id, value);
+        return Ok(());
+    }
     // SAFETY: protect catches the FrozenError that rb_ivar_set may raise.
     protect(|| unsafe { rb_sys::rb_ivar_set(obj, id, value) }).map(|_| ())
 }

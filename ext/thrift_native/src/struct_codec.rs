@@ -20,12 +20,13 @@ use magnus::rb_sys::{protect, AsRawValue, FromRawId, FromRawValue};
 use magnus::value::Id;
 use magnus::{Error, RModule, Ruby, TryConvert, Value};
 use rb_sys::{ID, VALUE};
-use thrift_native_core::{binary, uuid};
+use thrift_native_core::compact::{self as compact_codec, Varint32Reader, Varint64Reader};
+use thrift_native_core::{binary, uuid, CoreError};
 
 use crate::field_plan::{plan_for, ttype, ClassPlan, FieldPlan, TypeInfo, TypePlan};
 use crate::memory_buffer::{self, MemoryBuffer};
 use crate::thrift::thrift;
-use crate::{binary_protocol, bytes, errors, rb};
+use crate::{binary_protocol, bytes, compact_protocol, errors, rb};
 
 /// Method names called on the dispatch path (and a few on objects).
 struct Methods {
@@ -89,11 +90,17 @@ fn m() -> &'static Methods {
     METHODS.get().expect("initialised with the extension")
 }
 
-/// False once Ruby code redefines one of BinaryProtocolAccelerated's methods: the struct codec then dispatches.
+/// False once Ruby code redefines one of BinaryProtocolAccelerated's (or CompactProtocol's) methods: the struct
+/// codec then dispatches to that protocol's methods.
 static BINARY_METHODS_ARE_NATIVE: AtomicBool = AtomicBool::new(true);
+static COMPACT_METHODS_ARE_NATIVE: AtomicBool = AtomicBool::new(true);
 
 pub fn binary_method_changed() {
     BINARY_METHODS_ARE_NATIVE.store(false, Ordering::Relaxed);
+}
+
+pub fn compact_method_changed() {
+    COMPACT_METHODS_ARE_NATIVE.store(false, Ordering::Relaxed);
 }
 
 fn value(v: VALUE) -> Value {
@@ -172,22 +179,37 @@ enum Source {
         trans: VALUE,
         buffer: MemoryBuffer,
     },
+    /// CompactProtocol over a plain MemoryBufferTransport. The field-id stack lives in Rust (`Reader::last_field`,
+    /// saved and restored per struct) instead of `@last_field`: Ruby code run in between (`skip`, `validate`) only
+    /// pushes and pops its own entries there. `@bool_value` stays the ivar, as the protocol's `read_bool` needs it.
+    Compact {
+        trans: VALUE,
+        buffer: MemoryBuffer,
+    },
     Dispatch,
 }
 
 struct Reader {
     protocol: VALUE,
     source: Source,
+    /// The compact protocol's last field id in the struct being read.
+    last_field: i64,
 }
 
 impl Reader {
     fn new(protocol: VALUE) -> Reader {
-        let source = fast_binary_transport(protocol)
-            .and_then(|trans| {
-                MemoryBuffer::plain(trans).map(|buffer| Source::Binary { trans, buffer })
-            })
-            .unwrap_or(Source::Dispatch);
-        Reader { protocol, source }
+        let source = if let Some(trans) = fast_binary_transport(protocol) {
+            MemoryBuffer::plain(trans).map(|buffer| Source::Binary { trans, buffer })
+        } else if let Some(trans) = fast_compact_transport(protocol) {
+            MemoryBuffer::plain(trans).map(|buffer| Source::Compact { trans, buffer })
+        } else {
+            None
+        };
+        Reader {
+            protocol,
+            source: source.unwrap_or(Source::Dispatch),
+            last_field: 0,
+        }
     }
 
     fn is_fast(&self) -> bool {
@@ -196,12 +218,16 @@ impl Reader {
 
     /// After Ruby code ran: pick the transport's state up again (the buffer may have moved or been replaced).
     fn resync(&mut self) {
-        if let Source::Binary { trans, .. } = self.source {
-            self.source = match MemoryBuffer::plain(trans) {
-                Some(buffer) => Source::Binary { trans, buffer },
-                None => Source::Dispatch,
-            };
+        self.source = match self.source {
+            Source::Binary { trans, .. } => {
+                MemoryBuffer::plain(trans).map(|buffer| Source::Binary { trans, buffer })
+            }
+            Source::Compact { trans, .. } => {
+                MemoryBuffer::plain(trans).map(|buffer| Source::Compact { trans, buffer })
+            }
+            Source::Dispatch => return,
         }
+        .unwrap_or(Source::Dispatch);
     }
 
     /// Calls a protocol method (dispatch path, or a fallback such as `skip` on the fast path).
@@ -211,16 +237,23 @@ impl Reader {
         result
     }
 
-    fn struct_begin(&mut self) -> Result<(), Error> {
+    /// Starts a struct; returns what `struct_end` puts back (the enclosing struct's last field id).
+    fn struct_begin(&mut self) -> Result<i64, Error> {
+        let saved = std::mem::replace(&mut self.last_field, 0);
         match self.source {
-            Source::Binary { .. } => Ok(()),
-            Source::Dispatch => self.call(m().read_struct_begin, &[]).map(drop),
+            Source::Binary { .. } | Source::Compact { .. } => Ok(saved),
+            Source::Dispatch => self.call(m().read_struct_begin, &[]).map(|_| saved),
         }
+    }
+
+    fn struct_end(&mut self, saved: i64) -> Result<(), Error> {
+        self.last_field = saved;
+        self.end(m().read_struct_end)
     }
 
     fn end(&mut self, method: ID) -> Result<(), Error> {
         match self.source {
-            Source::Binary { .. } => Ok(()),
+            Source::Binary { .. } | Source::Compact { .. } => Ok(()),
             Source::Dispatch => self.call(method, &[]).map(drop),
         }
     }
@@ -235,6 +268,42 @@ impl Reader {
                 }
                 let fid = binary::decode_i16(buffer.read_array(ruby)?);
                 Ok((t.into(), Some(fid.into())))
+            }
+            Source::Compact { buffer, .. } => {
+                let header = buffer.read_byte(ruby)?;
+                let ctype = header & 0x0f;
+                if ctype == 0 {
+                    return Ok((0, Some(0)));
+                }
+                let delta = i64::from(header >> 4);
+                let fid = if delta == 0 {
+                    // As the C accelerator's read_i16: the zigzag varint truncated to 16 bits.
+                    i64::from(
+                        compact_codec::unzigzag32(buffer.read_varint::<Varint32Reader>(ruby)?)
+                            as i16,
+                    )
+                } else {
+                    self.last_field + delta
+                };
+                if ctype == compact_codec::ctype::BOOLEAN_TRUE
+                    || ctype == compact_codec::ctype::BOOLEAN_FALSE
+                {
+                    let b = if ctype == compact_codec::ctype::BOOLEAN_TRUE {
+                        rb::QTRUE
+                    } else {
+                        rb::QFALSE
+                    };
+                    compact_protocol::set_ivar(
+                        self.protocol,
+                        &compact_protocol::BOOL_VALUE,
+                        thrift_ids().bool_value,
+                        b,
+                    )?;
+                }
+                self.last_field = fid;
+                let t =
+                    compact_codec::thrift_type_of(ctype).map_err(|e| errors::from_core(ruby, e))?;
+                Ok((t.into(), Some(fid)))
             }
             Source::Dispatch => {
                 let header = self.call(m().read_field_begin, &[])?;
@@ -257,6 +326,19 @@ impl Reader {
                 let v = buffer.read_byte(ruby)? as i8;
                 Ok((k.into(), v.into(), Self::binary_size(buffer, ruby)?))
             }
+            Source::Compact { buffer, .. } => {
+                let size = compact_size(buffer, ruby, CoreError::ContainerSizeLimit)?;
+                let kv = if size == 0 {
+                    0
+                } else {
+                    buffer.read_byte(ruby)?
+                };
+                let k = compact_codec::thrift_type_of(kv >> 4)
+                    .map_err(|e| errors::from_core(ruby, e))?;
+                let v = compact_codec::thrift_type_of(kv & 0x0f)
+                    .map_err(|e| errors::from_core(ruby, e))?;
+                Ok((k.into(), v.into(), size))
+            }
             Source::Dispatch => {
                 let header = self.call(m().read_map_begin, &[])?;
                 let k = int_of(ary_entry(header, 0)?)?;
@@ -272,6 +354,16 @@ impl Reader {
             Source::Binary { buffer, .. } => {
                 let e = buffer.read_byte(ruby)? as i8;
                 Ok((e.into(), Self::binary_size(buffer, ruby)?))
+            }
+            Source::Compact { buffer, .. } => {
+                let b = buffer.read_byte(ruby)?;
+                let mut size = usize::from(b >> 4);
+                if size == 15 {
+                    size = compact_size(buffer, ruby, CoreError::ContainerSizeLimit)?;
+                }
+                let e = compact_codec::thrift_type_of(b & 0x0f)
+                    .map_err(|e| errors::from_core(ruby, e))?;
+                Ok((e.into(), size))
             }
             Source::Dispatch => {
                 let header = self.call(method, &[])?;
@@ -316,6 +408,55 @@ impl Reader {
                 _ => unreachable!("scalar() is only called for scalar plans"),
             });
         }
+        if let Source::Compact { buffer, .. } = &mut self.source {
+            return Ok(match plan {
+                TypePlan::Bool => {
+                    // A bool field's value came with its header (@bool_value); a container element is a byte.
+                    let pending = compact_protocol::BOOL_VALUE.get(self.protocol);
+                    if !rb::is_nil(pending) {
+                        compact_protocol::set_ivar(
+                            self.protocol,
+                            &compact_protocol::BOOL_VALUE,
+                            thrift_ids().bool_value,
+                            rb::QNIL,
+                        )?;
+                        pending
+                    } else if buffer.read_byte(ruby)? == compact_codec::ctype::BOOLEAN_TRUE {
+                        rb::QTRUE
+                    } else {
+                        rb::QFALSE
+                    }
+                }
+                TypePlan::Byte => rb::integer((buffer.read_byte(ruby)? as i8).into()),
+                TypePlan::I16 => {
+                    let n = compact_codec::unzigzag32(buffer.read_varint::<Varint32Reader>(ruby)?)
+                        as i16;
+                    rb::integer(n.into())
+                }
+                TypePlan::I32 => rb::integer(
+                    compact_codec::unzigzag32(buffer.read_varint::<Varint32Reader>(ruby)?).into(),
+                ),
+                TypePlan::I64 => rb::integer(compact_codec::unzigzag64(
+                    buffer.read_varint::<Varint64Reader>(ruby)?,
+                )),
+                TypePlan::Double => {
+                    rb::float(compact_codec::decode_double(buffer.read_array(ruby)?))
+                }
+                TypePlan::String => {
+                    let n = compact_size(buffer, ruby, CoreError::BinarySizeLimit)?;
+                    buffer.read_with(ruby, n, rb::utf8_string)?
+                }
+                TypePlan::Binary => {
+                    let n = compact_size(buffer, ruby, CoreError::BinarySizeLimit)?;
+                    buffer.read_all(ruby, n)?
+                }
+                TypePlan::Uuid => buffer.read_with(ruby, 16, |b| {
+                    let b: &[u8; 16] = b.try_into().expect("exactly 16 bytes");
+                    rb::binary_string(&uuid::format(b))
+                })?,
+                _ => unreachable!("scalar() is only called for scalar plans"),
+            });
+        }
         let method = match plan {
             TypePlan::Bool => m().read_bool,
             TypePlan::Byte => m().read_byte,
@@ -340,6 +481,29 @@ fn fast_binary_transport(protocol: VALUE) -> Option<VALUE> {
         return None;
     }
     Some(binary_protocol::TRANS.get(protocol))
+}
+
+/// The transport, when `protocol` is exactly a CompactProtocol whose methods are all ours.
+fn fast_compact_transport(protocol: VALUE) -> Option<VALUE> {
+    if !COMPACT_METHODS_ARE_NATIVE.load(Ordering::Relaxed)
+        || !rb::is_exact_instance(protocol, thrift().compact_protocol)
+    {
+        return None;
+    }
+    Some(compact_protocol::TRANS.get(protocol))
+}
+
+/// A compact size (a varint32), over INT32_MAX being `limit` (SIZE_LIMIT).
+fn compact_size(buffer: &mut MemoryBuffer, ruby: &Ruby, limit: CoreError) -> Result<usize, Error> {
+    let n = buffer.read_varint::<Varint32Reader>(ruby)?;
+    if n > i32::MAX as u32 {
+        return Err(errors::from_core(ruby, limit));
+    }
+    Ok(n as usize)
+}
+
+fn thrift_ids() -> &'static crate::thrift::Ids {
+    crate::thrift::ids()
 }
 
 /// `default.dup rescue default` (StandardError only), without a call for values whose dup is themselves.
@@ -464,7 +628,7 @@ fn read_struct_fields(
     depth: i64,
     pending: &mut PendingDefaults,
 ) -> Result<(), Error> {
-    r.struct_begin()?;
+    let saved = r.struct_begin()?;
     loop {
         let (t, fid) = r.field_begin(ruby)?;
         if t == ttype::STOP {
@@ -483,7 +647,7 @@ fn read_struct_fields(
         }
         r.end(m().read_field_end)?;
     }
-    r.end(m().read_struct_end)
+    r.struct_end(saved)
 }
 
 fn field_index(plan: &ClassPlan, f: &FieldPlan) -> usize {
@@ -506,7 +670,7 @@ fn read_union(
             rb::ivar_set(obj, ivar, rb::QNIL)?;
         }
     }
-    r.struct_begin()?;
+    let saved = r.struct_begin()?;
     let (t, fid) = r.field_begin(ruby)?;
     match fid
         .and_then(|fid| plan.field(fid))
@@ -528,7 +692,7 @@ fn read_union(
             "too many fields in union!",
         ));
     }
-    r.end(methods.read_struct_end)?;
+    r.struct_end(saved)?;
     call(obj, methods.validate, &[])?;
     r.resync();
     Ok(())
@@ -714,10 +878,17 @@ thread_local! {
     static SCRATCH: Cell<Vec<u8>> = const { Cell::new(Vec::new()) };
 }
 
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Encoding {
+    Binary,
+    Compact,
+}
+
 enum Sink {
-    /// BinaryProtocolAccelerated over a plain MemoryBufferTransport: bytes gather in `out` and are appended to
-    /// `buf` before any Ruby code runs and at the end.
-    Binary {
+    /// BinaryProtocolAccelerated or CompactProtocol over a plain MemoryBufferTransport: bytes gather in `out` and
+    /// are appended to `buf` before any Ruby code runs and at the end.
+    Fast {
+        encoding: Encoding,
         trans: VALUE,
         buf: VALUE,
         out: Vec<u8>,
@@ -728,24 +899,42 @@ enum Sink {
 struct Writer {
     protocol: VALUE,
     sink: Sink,
+    /// The compact protocol's last field id in the struct being written (instead of `@last_field`).
+    last_field: i64,
 }
 
 impl Writer {
     fn new(protocol: VALUE) -> Writer {
-        let sink = fast_binary_transport(protocol)
-            .and_then(|trans| memory_buffer::plain_write_buffer(trans).map(|buf| (trans, buf)))
-            .map(|(trans, buf)| {
+        let fast = if let Some(trans) = fast_binary_transport(protocol) {
+            Some((Encoding::Binary, trans))
+        } else {
+            fast_compact_transport(protocol).map(|trans| (Encoding::Compact, trans))
+        };
+        let sink = fast
+            .and_then(|(encoding, trans)| {
+                memory_buffer::plain_write_buffer(trans).map(|buf| (encoding, trans, buf))
+            })
+            .map(|(encoding, trans, buf)| {
                 let mut out = SCRATCH.with(|s| s.take());
                 out.clear();
-                Sink::Binary { trans, buf, out }
+                Sink::Fast {
+                    encoding,
+                    trans,
+                    buf,
+                    out,
+                }
             })
             .unwrap_or(Sink::Dispatch);
-        Writer { protocol, sink }
+        Writer {
+            protocol,
+            sink,
+            last_field: 0,
+        }
     }
 
     /// Appends what has gathered to the transport's buffer.
     fn flush(&mut self) -> Result<(), Error> {
-        if let Sink::Binary { buf, out, .. } = &mut self.sink {
+        if let Sink::Fast { buf, out, .. } = &mut self.sink {
             if !out.is_empty() {
                 let result = rb::str_cat(*buf, out);
                 out.clear();
@@ -759,7 +948,7 @@ impl Writer {
     fn ruby<T>(&mut self, f: impl FnOnce() -> Result<T, Error>) -> Result<T, Error> {
         self.flush()?;
         let result = f();
-        if let Sink::Binary { trans, buf, .. } = &mut self.sink {
+        if let Sink::Fast { trans, buf, .. } = &mut self.sink {
             match memory_buffer::plain_write_buffer(*trans) {
                 Some(b) => *buf = b,
                 None => self.finish_fast(),
@@ -769,7 +958,7 @@ impl Writer {
     }
 
     fn finish_fast(&mut self) {
-        if let Sink::Binary { out, .. } = std::mem::replace(&mut self.sink, Sink::Dispatch) {
+        if let Sink::Fast { out, .. } = std::mem::replace(&mut self.sink, Sink::Dispatch) {
             SCRATCH.with(|s| s.set(out));
         }
     }
@@ -780,11 +969,22 @@ impl Writer {
         result
     }
 
-    fn bytes(&mut self) -> Option<&mut Vec<u8>> {
+    /// The bytes gathered and how to encode them, on the fast path.
+    fn fast(&mut self) -> Option<(Encoding, &mut Vec<u8>)> {
         match &mut self.sink {
-            Sink::Binary { out, .. } => Some(out),
+            Sink::Fast { encoding, out, .. } => Some((*encoding, out)),
             Sink::Dispatch => None,
         }
+    }
+
+    fn is_compact(&self) -> bool {
+        matches!(
+            self.sink,
+            Sink::Fast {
+                encoding: Encoding::Compact,
+                ..
+            }
+        )
     }
 
     fn call(&mut self, method: ID, args: &[Value]) -> Result<(), Error> {
@@ -792,37 +992,75 @@ impl Writer {
         self.ruby(|| call(protocol, method, args)).map(drop)
     }
 
-    fn struct_begin(&mut self, obj: VALUE) -> Result<(), Error> {
-        if self.bytes().is_some() {
-            return Ok(());
+    /// Starts a struct; returns what `struct_end` puts back (the enclosing struct's last field id).
+    fn struct_begin(&mut self, obj: VALUE) -> Result<i64, Error> {
+        let saved = std::mem::replace(&mut self.last_field, 0);
+        if self.fast().is_some() {
+            return Ok(saved);
         }
         // SAFETY: protected; rb_class_name may call Ruby for an anonymous class.
         let name =
             protect(|| unsafe { rb_sys::rb_class_name(rb::heap_class(obj).unwrap_or(obj)) })?;
         self.call(m().write_struct_begin, &[value(name)])
+            .map(|_| saved)
+    }
+
+    fn struct_end(&mut self, saved: i64) -> Result<(), Error> {
+        self.last_field = saved;
+        self.end(m().write_struct_end)
     }
 
     fn end(&mut self, method: ID) -> Result<(), Error> {
-        match self.bytes() {
+        match self.fast() {
             Some(_) => Ok(()),
             None => self.call(method, &[]),
         }
     }
 
-    fn field_begin(&mut self, name: VALUE, code: i64, fid: VALUE, id: i64) -> Result<(), Error> {
-        match self.bytes() {
-            Some(out) => {
+    fn field_begin(
+        &mut self,
+        ruby: &Ruby,
+        name: VALUE,
+        code: i64,
+        fid: VALUE,
+        id: i64,
+    ) -> Result<(), Error> {
+        let last = self.last_field;
+        match self.fast() {
+            Some((Encoding::Binary, out)) => {
                 out.push(code as u8);
                 out.extend_from_slice(&binary::encode_i16(id as i16));
+                Ok(())
+            }
+            Some((Encoding::Compact, out)) => {
+                let ctype =
+                    compact_codec::compact_type_of(code).map_err(|e| errors::from_core(ruby, e))?;
+                let (header, len) = compact_codec::field_header(ctype, id as i16, last);
+                out.extend_from_slice(&header[..len]);
+                self.last_field = id;
                 Ok(())
             }
             None => self.call(m().write_field_begin, &[value(name), int(code), value(fid)]),
         }
     }
 
+    /// A compact bool field: the value travels in the field header (BOOLEAN_TRUE or BOOLEAN_FALSE).
+    fn compact_bool_field(&mut self, id: i64, v: VALUE) {
+        let last = std::mem::replace(&mut self.last_field, id);
+        if let Some((_, out)) = self.fast() {
+            let ctype = if rb::truthy(v) {
+                compact_codec::ctype::BOOLEAN_TRUE
+            } else {
+                compact_codec::ctype::BOOLEAN_FALSE
+            };
+            let (header, len) = compact_codec::field_header(ctype, id as i16, last);
+            out.extend_from_slice(&header[..len]);
+        }
+    }
+
     fn field_stop(&mut self) -> Result<(), Error> {
-        match self.bytes() {
-            Some(out) => {
+        match self.fast() {
+            Some((_, out)) => {
                 out.push(0);
                 Ok(())
             }
@@ -830,22 +1068,47 @@ impl Writer {
         }
     }
 
-    fn map_begin(&mut self, k: i64, v: i64, size: usize) -> Result<(), Error> {
-        match self.bytes() {
-            Some(out) => {
+    fn map_begin(&mut self, ruby: &Ruby, k: i64, v: i64, size: usize) -> Result<(), Error> {
+        match self.fast() {
+            Some((Encoding::Binary, out)) => {
                 out.extend_from_slice(&[k as u8, v as u8]);
                 out.extend_from_slice(&binary::encode_i32(size as i32));
+                Ok(())
+            }
+            Some((Encoding::Compact, out)) => {
+                if size == 0 {
+                    out.push(0);
+                    return Ok(());
+                }
+                // The size is written before the types are looked at, as the C accelerator does.
+                out.extend_from_slice(compact_codec::Varint::new(size as u64).as_bytes());
+                let kc =
+                    compact_codec::compact_type_of(k).map_err(|e| errors::from_core(ruby, e))?;
+                let vc =
+                    compact_codec::compact_type_of(v).map_err(|e| errors::from_core(ruby, e))?;
+                out.push((kc << 4) | vc);
                 Ok(())
             }
             None => self.call(m().write_map_begin, &[int(k), int(v), int(size as i64)]),
         }
     }
 
-    fn list_begin(&mut self, method: ID, e: i64, size: usize) -> Result<(), Error> {
-        match self.bytes() {
-            Some(out) => {
+    fn list_begin(&mut self, ruby: &Ruby, method: ID, e: i64, size: usize) -> Result<(), Error> {
+        match self.fast() {
+            Some((Encoding::Binary, out)) => {
                 out.push(e as u8);
                 out.extend_from_slice(&binary::encode_i32(size as i32));
+                Ok(())
+            }
+            Some((Encoding::Compact, out)) => {
+                let ec =
+                    compact_codec::compact_type_of(e).map_err(|e| errors::from_core(ruby, e))?;
+                if size <= 14 {
+                    out.push(((size as u8) << 4) | ec);
+                } else {
+                    out.push(0xF0 | ec);
+                    out.extend_from_slice(compact_codec::Varint::new(size as u64).as_bytes());
+                }
                 Ok(())
             }
             None => self.call(method, &[int(e), int(size as i64)]),
@@ -853,8 +1116,12 @@ impl Writer {
     }
 
     fn scalar(&mut self, plan: &TypePlan, v: VALUE) -> Result<(), Error> {
-        if let Some(out) = self.bytes() {
-            if encode_scalar(out, plan, v) {
+        if let Some((encoding, out)) = self.fast() {
+            let encoded = match encoding {
+                Encoding::Binary => encode_scalar(out, plan, v),
+                Encoding::Compact => encode_compact_scalar(out, plan, v),
+            };
+            if encoded {
                 return Ok(());
             }
         }
@@ -876,20 +1143,54 @@ impl Writer {
     }
 }
 
-/// Encodes the common cases natively; false leaves the value to the protocol's method.
+/// The value of an Integer that fits `min..=max`, when it is a Fixnum.
+fn fixnum_in(v: VALUE, min: i64, max: i64) -> Option<i64> {
+    rb::fixnum_value(v).filter(|n| (min..=max).contains(n))
+}
+
+/// A Float's or Fixnum's value as a double (what rb_Float gives for them).
+fn plain_double(v: VALUE) -> Option<f64> {
+    if let Some(n) = rb::fixnum_value(v) {
+        return Some(n as f64);
+    }
+    let api = rb_sys::stable_api::get_default();
+    // SAFETY: float_type_p checks the tag first; num2dbl of a Float cannot raise.
+    if unsafe { rb_sys::stable_api::StableApiDefinition::float_type_p(api, v) } {
+        return Some(unsafe { rb_sys::stable_api::StableApiDefinition::num2dbl(api, v) });
+    }
+    None
+}
+
+/// The bytes of a String the fast path may write as it is: UTF-8 for a string field, BINARY for a binary one.
+fn plain_string_bytes<'a>(plan: &TypePlan, v: VALUE) -> Option<&'a [u8]> {
+    let ok = match plan {
+        TypePlan::String => bytes::is_utf8_string(v),
+        _ => bytes::is_binary_string(v),
+    };
+    // SAFETY: `v` is a String; callers copy the slice before anything else happens.
+    ok.then(|| unsafe { rb::str_bytes(v) })
+}
+
+fn uuid_of(v: VALUE) -> Option<[u8; 16]> {
+    // SAFETY: `v` is a String; the slice is dropped before returning.
+    rb::is_string(v)
+        .then(|| uuid::parse(unsafe { rb::str_bytes(v) }).ok())
+        .flatten()
+}
+
+/// Encodes the common cases natively (binary protocol); false leaves the value to the protocol's method.
 fn encode_scalar(out: &mut Vec<u8>, plan: &TypePlan, v: VALUE) -> bool {
-    let fixnum_in = |min: i64, max: i64| rb::fixnum_value(v).filter(|n| (min..=max).contains(n));
     match plan {
         TypePlan::Bool => out.push(u8::from(rb::truthy(v))),
-        TypePlan::Byte => match fixnum_in(i8::MIN.into(), i8::MAX.into()) {
+        TypePlan::Byte => match fixnum_in(v, i8::MIN.into(), i8::MAX.into()) {
             Some(n) => out.push(n as u8),
             None => return false,
         },
-        TypePlan::I16 => match fixnum_in(i16::MIN.into(), i16::MAX.into()) {
+        TypePlan::I16 => match fixnum_in(v, i16::MIN.into(), i16::MAX.into()) {
             Some(n) => out.extend_from_slice(&binary::encode_i16(n as i16)),
             None => return false,
         },
-        TypePlan::I32 => match fixnum_in(i32::MIN.into(), i32::MAX.into()) {
+        TypePlan::I32 => match fixnum_in(v, i32::MIN.into(), i32::MAX.into()) {
             Some(n) => out.extend_from_slice(&binary::encode_i32(n as i32)),
             None => return false,
         },
@@ -897,44 +1198,74 @@ fn encode_scalar(out: &mut Vec<u8>, plan: &TypePlan, v: VALUE) -> bool {
             Some(n) => out.extend_from_slice(&binary::encode_i64(n)),
             None => return false,
         },
-        TypePlan::Double => {
-            let api = rb_sys::stable_api::get_default();
-            let f = if let Some(n) = rb::fixnum_value(v) {
-                n as f64
-            // SAFETY: float_type_p checks the tag first; num2dbl of a Float cannot raise.
-            } else if unsafe { rb_sys::stable_api::StableApiDefinition::float_type_p(api, v) } {
-                unsafe { rb_sys::stable_api::StableApiDefinition::num2dbl(api, v) }
-            } else {
-                return false;
-            };
-            out.extend_from_slice(&binary::encode_double(f));
-        }
+        TypePlan::Double => match plain_double(v) {
+            Some(f) => out.extend_from_slice(&binary::encode_double(f)),
+            None => return false,
+        },
         TypePlan::String | TypePlan::Binary => {
-            let ok = match plan {
-                TypePlan::String => bytes::is_utf8_string(v),
-                _ => bytes::is_binary_string(v),
-            };
-            if !ok {
+            let Some(s) = plain_string_bytes(plan, v) else {
                 return false;
-            }
-            // SAFETY: `v` is a String; the slice is copied before anything else happens.
-            let s = unsafe { rb::str_bytes(v) };
+            };
             let Ok(len) = i32::try_from(s.len()) else {
                 return false;
             };
             out.extend_from_slice(&binary::encode_i32(len));
             out.extend_from_slice(s);
         }
-        TypePlan::Uuid => {
-            if !rb::is_string(v) {
+        TypePlan::Uuid => match uuid_of(v) {
+            Some(b) => out.extend_from_slice(&b),
+            None => return false,
+        },
+        _ => return false,
+    }
+    true
+}
+
+/// Encodes the common cases natively (compact protocol); false leaves the value to the protocol's method.
+fn encode_compact_scalar(out: &mut Vec<u8>, plan: &TypePlan, v: VALUE) -> bool {
+    let varint =
+        |out: &mut Vec<u8>, n: u64| out.extend_from_slice(compact_codec::Varint::new(n).as_bytes());
+    match plan {
+        // A bool outside a field header (a container element).
+        TypePlan::Bool => out.push(if rb::truthy(v) {
+            compact_codec::ctype::BOOLEAN_TRUE
+        } else {
+            compact_codec::ctype::BOOLEAN_FALSE
+        }),
+        TypePlan::Byte => match fixnum_in(v, i8::MIN.into(), i8::MAX.into()) {
+            Some(n) => out.push(n as u8),
+            None => return false,
+        },
+        TypePlan::I16 => match fixnum_in(v, i16::MIN.into(), i16::MAX.into()) {
+            Some(n) => varint(out, compact_codec::zigzag32(n as i32).into()),
+            None => return false,
+        },
+        TypePlan::I32 => match fixnum_in(v, i32::MIN.into(), i32::MAX.into()) {
+            Some(n) => varint(out, compact_codec::zigzag32(n as i32).into()),
+            None => return false,
+        },
+        TypePlan::I64 => match rb::fixnum_value(v) {
+            Some(n) => varint(out, compact_codec::zigzag64(n)),
+            None => return false,
+        },
+        TypePlan::Double => match plain_double(v) {
+            Some(f) => out.extend_from_slice(&compact_codec::encode_double(f)),
+            None => return false,
+        },
+        TypePlan::String | TypePlan::Binary => {
+            let Some(s) = plain_string_bytes(plan, v) else {
+                return false;
+            };
+            if i32::try_from(s.len()).is_err() {
                 return false;
             }
-            // SAFETY: `v` is a String; the slice is dropped at the end of this arm.
-            match uuid::parse(unsafe { rb::str_bytes(v) }) {
-                Ok(b) => out.extend_from_slice(&b),
-                Err(_) => return false,
-            }
+            varint(out, s.len() as u64);
+            out.extend_from_slice(s);
         }
+        TypePlan::Uuid => match uuid_of(v) {
+            Some(b) => out.extend_from_slice(&b),
+            None => return false,
+        },
         _ => return false,
     }
     true
@@ -947,7 +1278,7 @@ fn is_union(obj: VALUE) -> Result<bool, Error> {
 
 fn write_struct(ruby: &Ruby, w: &mut Writer, obj: VALUE, depth: i64) -> Result<(), Error> {
     w.ruby(|| call(obj, m().validate, &[]))?;
-    w.struct_begin(obj)?;
+    let saved = w.struct_begin(obj)?;
     let plan = plan_for(ruby, rb::heap_class(obj).unwrap_or(obj))?;
     for &i in &plan.sorted {
         let f = &plan.fields[i];
@@ -955,17 +1286,33 @@ fn write_struct(ruby: &Ruby, w: &mut Writer, obj: VALUE, depth: i64) -> Result<(
         if rb::is_nil(v) {
             continue;
         }
-        w.field_begin(f.name, f.info.code, f.id_value, f.id)?;
-        write_any(ruby, w, &f.info, v, depth)?;
-        w.end(m().write_field_end)?;
+        write_field(ruby, w, f.name, f, v, depth)?;
     }
     w.field_stop()?;
-    w.end(m().write_struct_end)
+    w.struct_end(saved)
+}
+
+/// One field: header, value, end (a compact bool field is all header).
+fn write_field(
+    ruby: &Ruby,
+    w: &mut Writer,
+    name: VALUE,
+    f: &FieldPlan,
+    v: VALUE,
+    depth: i64,
+) -> Result<(), Error> {
+    if f.info.code == ttype::BOOL && w.is_compact() {
+        w.compact_bool_field(f.id, v);
+    } else {
+        w.field_begin(ruby, name, f.info.code, f.id_value, f.id)?;
+        write_any(ruby, w, &f.info, v, depth)?;
+    }
+    w.end(m().write_field_end)
 }
 
 fn write_union(ruby: &Ruby, w: &mut Writer, obj: VALUE, depth: i64) -> Result<(), Error> {
     w.ruby(|| call(obj, m().validate, &[]))?;
-    w.struct_begin(obj)?;
+    let saved = w.struct_begin(obj)?;
     let plan = plan_for(ruby, rb::heap_class(obj).unwrap_or(obj))?;
     let setfield = rb::ivar_get(obj, m().setfield);
     let setvalue = rb::ivar_get(obj, m().value);
@@ -984,11 +1331,9 @@ fn write_union(ruby: &Ruby, w: &mut Writer, obj: VALUE, depth: i64) -> Result<()
             "set_field is not valid for this union!",
         ));
     };
-    w.field_begin(setfield, f.info.code, f.id_value, f.id)?;
-    write_any(ruby, w, &f.info, setvalue, depth)?;
-    w.end(m().write_field_end)?;
+    write_field(ruby, w, setfield, f, setvalue, depth)?;
     w.field_stop()?;
-    w.end(m().write_struct_end)
+    w.struct_end(saved)
 }
 
 fn check_type(v: VALUE, t: rb_sys::ruby_value_type) -> Result<(), Error> {
@@ -1046,7 +1391,7 @@ fn write_any(
                 .ok_or_else(|| missing_info(ruby, ":element"))?;
             // SAFETY: `v` is an Array.
             let len = unsafe { rb::array_len(v) };
-            w.list_begin(m().write_list_begin, e.code, len)?;
+            w.list_begin(ruby, m().write_list_begin, e.code, len)?;
             for i in 0..len as i64 {
                 // Re-read each element: Ruby code run by a nested validate may have changed the Array.
                 let item = ary_entry(v, i)?;
@@ -1068,8 +1413,8 @@ fn write_any(
             };
             // SAFETY: `v` is a Hash.
             let size = unsafe { rb_sys::rb_hash_size_num(v) } as usize;
-            w.map_begin(k.code, vi.code, size)?;
-            if w.bytes().is_some() {
+            w.map_begin(ruby, k.code, vi.code, size)?;
+            if w.fast().is_some() {
                 each_pair(ruby, w, v, &[k, vi], depth)?;
             } else {
                 // The C accelerator's iteration: `hash.keys`, then `hash[key]` for each.
@@ -1098,12 +1443,12 @@ fn write_set(ruby: &Ruby, w: &mut Writer, e: &TypeInfo, v: VALUE, depth: i64) ->
     use rb_sys::ruby_value_type::{RUBY_T_ARRAY, RUBY_T_HASH};
     // SAFETY: rb_obj_is_kind_of only walks the class chain.
     let is_set = unsafe { rb_sys::rb_obj_is_kind_of(v, thrift().set_class) } == rb::QTRUE;
-    if w.bytes().is_some() && is_set {
+    if w.fast().is_some() && is_set {
         let hash = rb::ivar_get(v, m().set_hash);
         if rb::builtin_type(hash) == Some(RUBY_T_HASH) {
             // SAFETY: `hash` is a Hash.
             let size = unsafe { rb_sys::rb_hash_size_num(hash) } as usize;
-            w.list_begin(m().write_set_begin, e.code, size)?;
+            w.list_begin(ruby, m().write_set_begin, e.code, size)?;
             each_pair(ruby, w, hash, &[e], depth)?;
             return w.end(m().write_set_end);
         }
@@ -1120,7 +1465,7 @@ fn write_set(ruby: &Ruby, w: &mut Writer, e: &TypeInfo, v: VALUE, depth: i64) ->
     check_type(items, RUBY_T_ARRAY)?;
     // SAFETY: `items` is an Array.
     let len = unsafe { rb::array_len(items) };
-    w.list_begin(m().write_set_begin, e.code, len)?;
+    w.list_begin(ruby, m().write_set_begin, e.code, len)?;
     for i in 0..len as i64 {
         let item = ary_entry(items, i)?;
         write_any(ruby, w, e, item, depth)?;
