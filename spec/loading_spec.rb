@@ -81,4 +81,26 @@ RSpec.describe "Loading thrift_native" do
       expect(out).to match(/\ALoadError\nthrift_native could not load: the thrift library is missing or unusable \(.*Types.*\)\n\z/)
     end
   end
+
+  # A newer thrift (with Types::UUID, DEFAULT_RECURSION_DEPTH, TransportException::NEGATIVE_SIZE) from an
+  # apache/thrift checkout: THRIFT_MASTER_RB=<checkout>/lib/rb. Not on CI machines, which have Debian's 0.14 only.
+  describe "with a newer thrift", if: ENV["THRIFT_MASTER_RB"] do
+    let(:master_lib) { File.join(ENV.fetch("THRIFT_MASTER_RB"), "lib") }
+
+    it "probes the newer constants and works in either load order" do
+      code = <<~RUBY
+        p ThriftNative.active?, ThriftNative::THRIFT_FEATURES
+        t = Thrift::MemoryBufferTransport.new
+        pr = Thrift::BinaryProtocolAccelerated.new(t)
+        pr.write_uuid("00112233-4455-6677-8899-aabbccddeeff")
+        p pr.read_uuid, (t.read_all(-1) rescue e = $!; [e.class, e.type])
+      RUBY
+      expected = "true\n{:uuid_type=>16, :uuid_type_defined=>true, :default_recursion_depth=>64, " \
+                 ":transport_negative_size=>5}\n\"00112233-4455-6677-8899-aabbccddeeff\"\n[Thrift::TransportException, 5]\n"
+      first = ruby("--disable-gems", "-I", LIB, "-I", master_lib, "require 'thrift'\nrequire 'thrift_native'\n#{code}")
+      second = ruby("--disable-gems", "-I", LIB, "-I", master_lib, "require 'thrift_native'\nrequire 'thrift'\n#{code}")
+      expect(first).to eq([expected, "", true])
+      expect(second).to eq(first)
+    end
+  end
 end
