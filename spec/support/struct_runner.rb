@@ -3,6 +3,8 @@
 # Struct round trips with one accelerator, for the differential specs (one process per accelerator).
 #   ruby struct_runner.rb ACCELERATOR write SEED COUNT   -> Marshal [bytes of each random Everything]
 #   ruby struct_runner.rb ACCELERATOR read CLASS < Marshal [bytes, ...] -> Marshal [inspect or [error class, message]]
+#   ruby struct_runner.rb ACCELERATOR encode < Marshal [struct, ...]   -> Marshal [bytes of each]
+#   ruby struct_runner.rb ACCELERATOR read-rss CLASS < Marshal [bytes, ...] -> Marshal [[outcome, ...], peak RSS growth in kB]
 #   ruby struct_runner.rb ACCELERATOR calls SEED          -> Marshal [write call log, read call log] of a recording protocol
 require_relative "accelerator"
 require_relative "codec_types"
@@ -32,6 +34,22 @@ when "write"
 when "read"
   klass = CodecTest.const_get(ARGV.fetch(2))
   $stdout.write Marshal.dump(Marshal.load($stdin.read).map { |bytes| decode(klass, bytes) })
+when "encode"
+  out = Marshal.load($stdin.read).map do |obj|
+    trans = Thrift::MemoryBufferTransport.new
+    obj.write(Accelerator.protocol_class.new(trans))
+    trans.read(trans.available)
+  end
+  $stdout.write Marshal.dump(out)
+when "read-rss"
+  # As "read", and how much the peak resident set (VmHWM) grew while decoding: a declared size must not allocate.
+  peak = -> { File.read("/proc/self/status")[/^VmHWM:\s+(\d+)/, 1].to_i }
+  klass = CodecTest.const_get(ARGV.fetch(2))
+  inputs = Marshal.load($stdin.read)
+  decode(klass, inputs.first) if inputs.any? # warm-up: the first decode compiles plans and fills caches
+  before = peak.call
+  outcomes = inputs.map { |bytes| decode(klass, bytes) }
+  $stdout.write Marshal.dump([outcomes, peak.call - before])
 when "calls"
   # A protocol that records every call the struct codec makes (the dispatch path), then does it.
   recording = Class.new(Accelerator.protocol_class) do
