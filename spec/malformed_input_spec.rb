@@ -17,8 +17,9 @@ RSpec.describe "Malformed input" do
                              "Binary size limit exceeded")
   HUGE = 0x7fff_ffff
 
-  def runner(accelerator, protocol, *args, input:)
-    out, err, status = Open3.capture3({ "PROTOCOL" => protocol }, RbConfig.ruby, RUNNER, accelerator, *args.map(&:to_s),
+  def runner(accelerator, protocol, *args, input:, dispatch: false)
+    env = { "PROTOCOL" => protocol, "DISPATCH" => (dispatch ? "1" : nil) }
+    out, err, status = Open3.capture3(env, RbConfig.ruby, RUNNER, accelerator, *args.map(&:to_s),
                                       stdin_data: Marshal.dump(input), binmode: true)
     raise "struct runner (#{accelerator} #{args.join(" ")}) crashed or failed (#{status}): #{err}" unless status.success?
 
@@ -113,13 +114,18 @@ RSpec.describe "Malformed input" do
 
   %w[binary compact].each do |protocol|
     context "with the #{protocol} protocol" do
-      it "decodes #{MUTATIONS} mutated payloads like the C accelerator, without crashing" do
+      it "decodes #{MUTATIONS} mutated payloads like the C accelerator, on both paths, without crashing" do
         valid = valid_payloads(protocol, 606, 20)
         r = Random.new(protocol == "binary" ? 11 : 12)
         kinds, mutated = Array.new(MUTATIONS) { mutate(protocol, valid[r.rand(valid.size)], r) }.transpose
         ours = runner("ours", protocol, "read", "Everything", input: mutated)
         c = runner("c", protocol, "read", "Everything", input: mutated)
         expect(ours.size).to eq(MUTATIONS)
+        # The dispatch path (a protocol subclass) gives exactly the fast path's outcomes, messages included.
+        ours_dispatch = runner("ours", protocol, "read", "Everything", input: mutated, dispatch: true)
+        ours.zip(ours_dispatch, mutated).each do |fast, slow, input|
+          expect(slow).to eq(fast), "input #{input.unpack1("H*")}: fast #{fast.inspect[0, 300]} vs dispatch #{slow.inspect[0, 300]}"
+        end
 
         verdicts = ours.zip(c, mutated).map { |o, cc, input| verdict(o, cc, input) }
         tally = verdicts.tally

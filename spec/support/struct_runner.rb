@@ -14,7 +14,10 @@ Accelerator.load(ARGV.fetch(0))
 CodecTypes.load!
 $stdout.binmode
 
-def decode(klass, bytes, protocol_class = Accelerator.protocol_class)
+# DISPATCH=1 reads through a subclass of the protocol: the dispatch path instead of the fast path.
+PROTOCOL_CLASS = ENV["DISPATCH"] ? Class.new(Accelerator.protocol_class) : Accelerator.protocol_class
+
+def decode(klass, bytes, protocol_class = PROTOCOL_CLASS)
   obj = klass.new
   obj.read(protocol_class.new(Thrift::MemoryBufferTransport.new(bytes)))
   obj.inspect
