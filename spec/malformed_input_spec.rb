@@ -1,5 +1,8 @@
 # frozen_string_literal: true
 
+require_relative "support/codec_types"
+CodecTypes.load!
+
 # Deterministic mutations of valid struct payloads (bit flips, overwritten bytes, truncation, inflated lengths and
 # container sizes, inserted bytes), decoded by thrift_native and by the installed C accelerator (Debian's thrift 0.14),
 # each in its own child process: never a crash, the same outcome (the same value, or the same exception class), and
@@ -190,6 +193,26 @@ RSpec.describe "Malformed input" do
         expect(ours.map(&:first).uniq).to all(eq("EOFError").or(eq("Thrift::TransportException")))
         expect(growth_kb).to be < 20_000, "#{klass}: peak RSS grew by #{growth_kb} kB"
       end
+    end
+  end
+
+  # 200,000 levels: ours stops known struct nesting at Thrift::DEFAULT_RECURSION_DEPTH (master; 0.14's C accelerator
+  # recurses until Ruby's stack check raises SystemStackError). Unknown nested values go through the thrift
+  # library's BaseProtocol#skip, which has no depth limit in any version: SystemStackError, as with the C accelerator.
+  # Either way the process survives (in-process here, with thrift_native loaded).
+  [["binary", Thrift::BinaryProtocolAccelerated, "\x0c\x00\x06", "\x0c\x00\x63", "\x0f\x00\x63", "\x0f\x00\x00\x00\x01",
+    "\x08\x00\x01\x00\x00\x00\x05\x00"],
+   ["compact", Thrift::CompactProtocol, "\x6c", "\x0c\xc6\x01", "\x09\xc6\x01", "\x19", "\x15\x0a\x00"]].each do |name, klass, child, unknown, list, inner, leaf|
+    it "survives 200,000 levels of nesting in a #{name} payload" do
+      prot = ->(bytes) { klass.new(Thrift::MemoryBufferTransport.new(bytes.b)) }
+      decode = ->(bytes) { CodecTest::Everything.new.read(prot.call(bytes)) }
+      n = 200_000
+      expect { decode.call(child.b * n) }.to raise_error(Thrift::ProtocolException, "Maximum recursion depth exceeded") { |e|
+        expect(e.type).to eq(Thrift::ProtocolException::DEPTH_LIMIT)
+      }
+      expect { decode.call(unknown.b * n) }.to raise_error(SystemStackError)
+      expect { decode.call(list.b + (inner.b * n)) }.to raise_error(SystemStackError)
+      expect(CodecTest::Leaf.new.tap { |l| l.read(prot.call(leaf)) }).to eq(CodecTest::Leaf.new(id: 5)) # and decoding goes on
     end
   end
 end
