@@ -215,4 +215,28 @@ RSpec.describe "Malformed input" do
       expect(CodecTest::Leaf.new.tap { |l| l.read(prot.call(leaf)) }).to eq(CodecTest::Leaf.new(id: 5)) # and decoding goes on
     end
   end
+
+  # A MemoryBufferTransport whose @buf or @index was overwritten: errors, never a crash (Debian's 0.14 C accelerator
+  # segfaults on a nil @buf in Struct#read).
+  {
+    "a nil @buf" => [:@buf, nil, TypeError, "no implicit conversion of nil into String"],
+    "an Integer @buf" => [:@buf, 42, TypeError, "no implicit conversion of Integer into String"],
+    "an @index past the end" => [:@index, 10**6, EOFError, "Not enough bytes remain in memory buffer"],
+    "a negative @index" => [:@index, -3, EOFError, "Not enough bytes remain in memory buffer"],
+    "a Bignum @index" => [:@index, 2**70, RangeError, "bignum too big to convert into `long long'"],
+    "a nil @index" => [:@index, nil, TypeError, "no implicit conversion of nil into Integer"]
+  }.each do |what, (ivar, value, error, message)|
+    it "raises #{error} for #{what}, in Struct#read and in read_i32, with both protocols" do
+      [Thrift::BinaryProtocolAccelerated, Thrift::CompactProtocol].each do |klass|
+        trans = Thrift::MemoryBufferTransport.new
+        CodecTest::Leaf.new(id: 5, label: "abc").write(klass.new(trans))
+        bytes = trans.read(trans.available)
+        [->(p) { CodecTest::Leaf.new.read(p) }, ->(p) { p.read_i32 }].each do |operation|
+          trans = Thrift::MemoryBufferTransport.new(bytes.dup)
+          trans.instance_variable_set(ivar, value)
+          expect { operation.call(klass.new(trans)) }.to raise_error(error, message)
+        end
+      end
+    end
+  end
 end
