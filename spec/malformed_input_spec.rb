@@ -184,14 +184,15 @@ RSpec.describe "Malformed input" do
   %w[binary compact].each do |protocol|
     it "keeps memory bounded by the input when a #{protocol} payload declares 2 GB strings and containers" do
       huge_declarations(protocol).each do |klass, inputs|
-        ours, growth_kb = runner("ours", protocol, "read-rss", klass, input: inputs)
+        ours, rss_kb, vm_kb = runner("ours", protocol, "read-rss", klass, input: inputs)
         c = runner("c", protocol, "read", klass, input: inputs)
         ours.zip(c, inputs).each do |o, cc, input|
           expect(o).to be_a(Array), "#{klass} #{input.unpack1("H*")} decoded: #{o}"
           verdict(o, cc, input)
         end
         expect(ours.map(&:first).uniq).to all(eq("EOFError").or(eq("Thrift::TransportException")))
-        expect(growth_kb).to be < 20_000, "#{klass}: peak RSS grew by #{growth_kb} kB"
+        expect(rss_kb).to be < 20_000, "#{klass}: peak RSS grew by #{rss_kb} kB"
+        expect(vm_kb).to be < 200_000, "#{klass}: peak address space grew by #{vm_kb} kB"
       end
     end
   end
