@@ -11,7 +11,9 @@ Gem::Specification.new do |spec|
   spec.license = "Apache-2.0"
   spec.required_ruby_version = ">= 3.1"
 
+  # Not cargo's build outputs (a target/ directory under ext/ holds generated .rs files) nor the cargo-fuzz crate.
   spec.files = Dir["lib/**/*.rb", "ext/**/*.{rs,rb,toml}", "Cargo.toml", "Cargo.lock", "README.md"]
+               .grep_v(%r{(\A|/)(target|fuzz)/})
   spec.require_paths = ["lib"]
   spec.extensions = ["ext/thrift_native/extconf.rb"]
 end

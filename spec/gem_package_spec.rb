@@ -7,6 +7,12 @@ require "tmpdir"
 RSpec.describe "The packaged gem" do
   ROOT = File.expand_path("..", __dir__)
 
+  it "packages neither build outputs nor the fuzz crate, whatever lies in the work tree" do
+    files = Gem::Specification.load(File.join(ROOT, "thrift_native.gemspec")).files
+    expect(files).to include("ext/thrift_native_core/src/compact.rs", "ext/thrift_native/src/lib.rs", "Cargo.lock")
+    expect(files.grep(%r{(\A|/)(target|fuzz)/})).to eq([])
+  end
+
   it "builds, installs offline without cargo's target directory, and loads from the installed gem" do
     Dir.mktmpdir("thrift_native_gem") do |dir|
       gem_file = File.join(dir, "thrift_native.gem")

@@ -3,6 +3,9 @@
 # Struct round trips with one accelerator, for the differential specs (one process per accelerator).
 #   ruby struct_runner.rb ACCELERATOR write SEED COUNT   -> Marshal [bytes of each random Everything]
 #   ruby struct_runner.rb ACCELERATOR read CLASS < Marshal [bytes, ...] -> Marshal [inspect or [error class, message]]
+#   ruby struct_runner.rb ACCELERATOR encode < Marshal [struct, ...]   -> Marshal [bytes of each]
+#   ruby struct_runner.rb ACCELERATOR read-rss CLASS < Marshal [bytes, ...]
+#       -> Marshal [[outcome, ...], growth of peak RSS in kB, growth of peak virtual size in kB]
 #   ruby struct_runner.rb ACCELERATOR calls SEED          -> Marshal [write call log, read call log] of a recording protocol
 require_relative "accelerator"
 require_relative "codec_types"
@@ -12,7 +15,10 @@ Accelerator.load(ARGV.fetch(0))
 CodecTypes.load!
 $stdout.binmode
 
-def decode(klass, bytes, protocol_class = Accelerator.protocol_class)
+# DISPATCH=1 reads through a subclass of the protocol: the dispatch path instead of the fast path.
+PROTOCOL_CLASS = ENV["DISPATCH"] ? Class.new(Accelerator.protocol_class) : Accelerator.protocol_class
+
+def decode(klass, bytes, protocol_class = PROTOCOL_CLASS)
   obj = klass.new
   obj.read(protocol_class.new(Thrift::MemoryBufferTransport.new(bytes)))
   obj.inspect
@@ -32,6 +38,24 @@ when "write"
 when "read"
   klass = CodecTest.const_get(ARGV.fetch(2))
   $stdout.write Marshal.dump(Marshal.load($stdin.read).map { |bytes| decode(klass, bytes) })
+when "encode"
+  out = Marshal.load($stdin.read).map do |obj|
+    trans = Thrift::MemoryBufferTransport.new
+    obj.write(Accelerator.protocol_class.new(trans))
+    trans.read(trans.available)
+  end
+  $stdout.write Marshal.dump(out)
+when "read-rss"
+  # As "read", and how much the peak resident set (VmHWM) and the peak address space (VmPeak, which also sees a large
+  # reservation that is never touched) grew while decoding: a declared size must not allocate.
+  peak = -> { File.read("/proc/self/status").then { |s| [s[/^VmHWM:\s+(\d+)/, 1].to_i, s[/^VmPeak:\s+(\d+)/, 1].to_i] } }
+  klass = CodecTest.const_get(ARGV.fetch(2))
+  inputs = Marshal.load($stdin.read)
+  decode(klass, inputs.first) if inputs.any? # warm-up: the first decode compiles plans and fills caches
+  before = peak.call
+  outcomes = inputs.map { |bytes| decode(klass, bytes) }
+  after = peak.call
+  $stdout.write Marshal.dump([outcomes, after[0] - before[0], after[1] - before[1]])
 when "calls"
   # A protocol that records every call the struct codec makes (the dispatch path), then does it.
   recording = Class.new(Accelerator.protocol_class) do

@@ -1,0 +1,197 @@
+# frozen_string_literal: true
+
+require "zlib"
+require "stringio"
+require_relative "support/codec_types"
+require_relative "support/codec_samples"
+CodecTypes.load!
+
+# The struct codec (both protocols, fast and dispatch paths) and GzipWriter under GC.stress, under compaction that
+# moves every object, and from 8 threads at once. Expected bytes come from the installed C accelerator in a child
+# process, so every result here is checked exactly. GC_THREADS_SCALE multiplies the sizes (bin/stress raises it).
+RSpec.describe "GC and threads" do
+  SCALE = Integer(ENV.fetch("GC_THREADS_SCALE", "1"))
+  GC_RUNNER = File.expand_path("support/struct_runner.rb", __dir__)
+  PROTOCOLS = { "binary" => Thrift::BinaryProtocolAccelerated, "compact" => Thrift::CompactProtocol }.freeze
+
+  # The bytes the C accelerator writes for the first `count` samples of `seed` (struct_runner's write mode).
+  def c_bytes(protocol, seed, count)
+    out, err, status = Open3.capture3({ "PROTOCOL" => protocol }, RbConfig.ruby, GC_RUNNER, "c", "write", seed.to_s,
+                                      count.to_s, binmode: true)
+    raise "struct runner failed: #{err}" unless status.success?
+
+    Marshal.load(out)
+  end
+
+  # The C accelerator's bytes for these objects (struct_runner's encode mode).
+  def c_encode(protocol, objects)
+    out, err, status = Open3.capture3({ "PROTOCOL" => protocol }, RbConfig.ruby, GC_RUNNER, "c", "encode",
+                                      stdin_data: Marshal.dump(objects), binmode: true)
+    raise "struct runner failed: #{err}" unless status.success?
+
+    Marshal.load(out)
+  end
+
+  # Small Everything instances: scalars, a union, a few short containers of every shape, a nested child.
+  def small_objects(count)
+    r = Random.new(99)
+    Array.new(count) do
+      leaf = CodecTest::Leaf.new(id: r.rand(100), label: "l#{r.rand(10)}")
+      CodecTest::Everything.new(
+        scalars: CodecSamples.scalars(r), choice: CodecTest::Choice.new(:leaf, leaf),
+        containers: CodecTest::Containers.new(i32s: [1, -2], strings: ["a", "字"], int_set: Set[3], leaves: [leaf],
+                                              string_to_int: { "k" => 1 }, int_to_leaf: { 2**40 => leaf },
+                                              nested_lists: [["x"], []], double_to_bool: { 0.5 => true }),
+        child: CodecTest::Everything.new(version: 2), version: r.rand(1000)
+      )
+    end
+  end
+
+  def samples(seed, count)
+    r = Random.new(seed)
+    Array.new(count) { CodecSamples.everything(r) }
+  end
+
+  def encode(obj, klass)
+    trans = Thrift::MemoryBufferTransport.new
+    obj.write(klass.new(trans))
+    trans.read(trans.available)
+  end
+
+  def decode(bytes, klass)
+    CodecTest::Everything.new.tap { |o| o.read(klass.new(Thrift::MemoryBufferTransport.new(bytes))) }
+  end
+
+  # A protocol subclass takes the dispatch path.
+  def dispatching(klass) = Class.new(klass)
+
+  def gzip(chunks, level: 6)
+    io = StringIO.new("".b)
+    gz = ThriftNative::GzipWriter.new(io, level)
+    gz.mtime = 1_600_000_000
+    gz.orig_name = "data.bin"
+    chunks.each { |c| gz.write(c) }
+    gz.puts("end")
+    gz.close
+    io.string
+  end
+
+  def gzip_chunks(seed, count)
+    r = Random.new(seed)
+    Array.new(count) { |i| i.even? ? r.bytes(r.rand(0..300)) : "line #{i} " * r.rand(0..40) }
+  end
+
+  PROTOCOLS.each do |name, klass|
+    context "with the #{name} protocol" do
+      let(:count) { 2 * SCALE }
+      let(:expected) { c_bytes(name, 31, count) }
+      let(:objects) { samples(31, count) }
+
+      it "encodes and decodes exactly under GC.stress, on both paths" do
+        # GC.stress collects at every allocation: small structs that still hold every kind of field.
+        objects = small_objects(SCALE)
+        expected = c_encode(name, objects)
+        expect(expected.map(&:bytesize)).to all(be > 40)
+        results = nil
+        begin
+          GC.stress = true
+          results = [klass, dispatching(klass)].map do |k|
+            bytes = objects.map { |o| encode(o, k) }
+            [bytes, expected.map { |b| decode(b, k) }]
+          end
+        ensure
+          GC.stress = false
+        end
+        results.each do |bytes, decoded|
+          expect(bytes).to eq(expected)
+          expect(decoded).to eq(objects)
+        end
+      end
+
+      it "encodes and decodes exactly after compaction moved every object, plans and caches included" do
+        objects.each { |o| expect(decode(encode(o, klass), klass)).to eq(o) } # plans compiled, slots learnt
+        prot = klass.new(Thrift::MemoryBufferTransport.new)
+        objects.first.write(prot) # a transport half-way through, across the move
+        GC.verify_compaction_references(double_heap: true, toward: :empty)
+        objects.drop(1).each { |o| o.write(prot) }
+        got = prot.trans.read(prot.trans.available)
+        expect(got).to eq(expected.join)
+        GC.verify_compaction_references(double_heap: true, toward: :empty)
+        expect(expected.map { |b| decode(b, klass) }).to eq(objects)
+        expect(expected.map { |b| decode(b, dispatching(klass)) }).to eq(objects)
+      end
+    end
+  end
+
+  describe ThriftNative::GzipWriter do
+    let(:chunks) { gzip_chunks(8, 12 * SCALE) }
+    let(:plain) { chunks.join + "end\n" }
+
+    it "writes the same bytes under GC.stress" do
+      want = gzip(chunks)
+      expect(Zlib.gunzip(want)).to eq(plain.b)
+      got = begin
+        GC.stress = true
+        gzip(chunks)
+      ensure
+        GC.stress = false
+      end
+      expect(got).to eq(want)
+    end
+
+    it "keeps its io and settings across compaction" do
+      want = gzip(chunks)
+      io = StringIO.new("".b)
+      gz = ThriftNative::GzipWriter.new(io, 6)
+      gz.mtime = 1_600_000_000
+      gz.orig_name = "data.bin"
+      half = chunks.size / 2
+      chunks.first(half).each { |c| gz.write(c) }
+      GC.verify_compaction_references(double_heap: true, toward: :empty)
+      chunks.drop(half).each { |c| gz.write(c) }
+      GC.verify_compaction_references(double_heap: true, toward: :empty)
+      gz.puts("end")
+      gz.close
+      expect(io.string).to eq(want)
+    end
+
+    it "compresses past the GVL-release threshold correctly from 8 threads" do
+      big = Array.new(8) { |t| (("thread #{t} " * 5000) + Random.new(t).bytes(70_000)) * SCALE }
+      want = big.map { |b| gzip([b, b]) }
+      got = 8.times.map { |t| Thread.new { gzip([big[t], big[t]]) } }.map(&:value)
+      expect(got).to eq(want)
+      expect(Zlib.gunzip(got[3])).to eq((big[3] * 2) + "end\n")
+    end
+  end
+
+  it "gives exact results with 8 threads each using its own protocols, transports and writer" do
+    seeds = (40...48).to_a
+    per = 3 * SCALE
+    expected = PROTOCOLS.keys.to_h { |name| [name, seeds.to_h { |s| [s, c_bytes(name, s, per)] }] }
+    objects = seeds.to_h { |s| [s, samples(s, per)] }
+    chunks = seeds.to_h { |s| [s, gzip_chunks(s, 20)] }
+    gz_want = seeds.to_h { |s| [s, gzip(chunks[s])] }
+
+    threads = seeds.map do |s|
+      Thread.new do
+        Array.new(3 * SCALE) do
+          PROTOCOLS.to_h do |name, klass|
+            k = s.even? ? klass : dispatching(klass)
+            [name, [objects[s].map { |o| encode(o, k) }, expected[name][s].map { |b| decode(b, k) }]]
+          end.merge("gzip" => gzip(chunks[s]))
+        end
+      end
+    end
+    threads.zip(seeds).each do |th, s|
+      rounds = th.value
+      expect(rounds.size).to eq(3 * SCALE)
+      rounds.each do |round|
+        PROTOCOLS.each_key do |name|
+          expect(round[name][0]).to eq(expected[name][s])
+          expect(round[name][1]).to eq(objects[s])
+        end
+        expect(round["gzip"]).to eq(gz_want[s])
+      end
+    end
+  end
+end

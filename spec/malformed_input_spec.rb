@@ -1,0 +1,243 @@
+# frozen_string_literal: true
+
+require_relative "support/codec_types"
+CodecTypes.load!
+
+# Deterministic mutations of valid struct payloads (bit flips, overwritten bytes, truncation, inflated lengths and
+# container sizes, inserted bytes), decoded by thrift_native and by the installed C accelerator (Debian's thrift 0.14),
+# each in its own child process: never a crash, the same outcome (the same value, or the same exception class), and
+# memory bounded by the input. MALFORMED_MUTATIONS sets the number of mutations per protocol (bin/stress raises it).
+#
+# Documented 0.14-vs-master differences (reference/accelerator.md): 0.14's C accelerator has no negative-size checks
+# and reads compact varints without bounds; thrift_native follows master, so where it raises one of master's
+# errors below, 0.14 may decode something or fail differently.
+RSpec.describe "Malformed input" do
+  RUNNER = File.expand_path("support/struct_runner.rb", __dir__)
+  MUTATIONS = Integer(ENV.fetch("MALFORMED_MUTATIONS", "1000"))
+  # Master's checks, which 0.14's C accelerator does not make: after these, 0.14 may decode anything or fail otherwise.
+  MASTER_ONLY = Regexp.union("Negative size", "Variable-length int over 5 bytes.", "Variable-length int over 10 bytes.",
+                             "Variable-length int overflows uint32.", "Container size limit exceeded",
+                             "Binary size limit exceeded")
+  HUGE = 0x7fff_ffff
+
+  def runner(accelerator, protocol, *args, input:, dispatch: false)
+    env = { "PROTOCOL" => protocol, "DISPATCH" => (dispatch ? "1" : nil) }
+    out, err, status = Open3.capture3(env, RbConfig.ruby, RUNNER, accelerator, *args.map(&:to_s),
+                                      stdin_data: Marshal.dump(input), binmode: true)
+    raise "struct runner (#{accelerator} #{args.join(" ")}) crashed or failed (#{status}): #{err}" unless status.success?
+
+    Marshal.load(out)
+  end
+
+  def valid_payloads(protocol, seed, count)
+    out, err, status = Open3.capture3({ "PROTOCOL" => protocol }, RbConfig.ruby, RUNNER, "ours", "write", seed.to_s,
+                                      count.to_s, binmode: true)
+    raise "struct runner write failed: #{err}" unless status.success?
+
+    Marshal.load(out)
+  end
+
+  def varint(n)
+    bytes = []
+    loop do
+      byte = n & 0x7f
+      n >>= 7
+      break bytes << byte if n.zero?
+
+      bytes << (byte | 0x80)
+    end
+    bytes.pack("C*")
+  end
+
+  # A size the wire can carry, written over the bytes at `i`: 4 big-endian bytes (binary) or a varint replacing one
+  # byte (compact), so that whatever length, size or id was there is inflated or made negative or over-long.
+  def inflate(protocol, bytes, i, r)
+    m = bytes.dup
+    if protocol == "binary"
+      i = [i, m.bytesize - 4].min.clamp(0..)
+      m[i, 4] = [[HUGE, 0x8000_0000, 0xffff_ffff, 0x1000_0000, 0x7fff_0000].sample(random: r)].pack("N")
+    else
+      m[i, 1] = [varint(HUGE), varint(0xffff_ffff), varint(2**40), "\xff".b * 11, varint(0x1000_0000)].sample(random: r)
+    end
+    m
+  end
+
+  def mutate(protocol, bytes, r)
+    i = r.rand(bytes.bytesize)
+    case r.rand(6)
+    when 0 then [:bit_flip, bytes.dup.tap { |m| m.setbyte(i, m.getbyte(i) ^ (1 << r.rand(8))) }]
+    when 1 then [:overwrite, bytes.dup.tap { |m| m.setbyte(i, r.rand(256)) }]
+    when 2 then [:truncate, bytes.byteslice(0, i)]
+    when 3 then [:inflate, inflate(protocol, bytes, i, r)]
+    when 4 then [:insert, bytes.dup.tap { |m| m.insert(i, r.bytes(r.rand(1..4))) }]
+    else [:two_overwrites, bytes.dup.tap { |m| 2.times { m.setbyte(r.rand(m.bytesize), r.rand(256)) } }]
+    end
+  end
+
+  # The same error under master's exception class: 0.14's C accelerator raises StandardError for an unknown compact
+  # type, master ProtocolException(INVALID_DATA); 0.14's union errors are RuntimeErrors.
+  def renamed?(ours, c)
+    return false unless ours.is_a?(Array) && ours[0] == "Thrift::ProtocolException" && c.is_a?(Array)
+
+    case ours[1]
+    when /\AUnknown compact type: (\d+)\z/ then c == ["StandardError", "don't know what type: #{$1}", nil]
+    when "too many fields in union!" then c == ["RuntimeError", ours[1], nil]
+    else false
+    end
+  end
+
+  def master_only?(ours, c)
+    # 0.14 knows no UUID (compact type 13): thrift_native reads or skips it as master does and goes on.
+    return true if c == ["StandardError", "don't know what type: 13", nil]
+    return false unless ours.is_a?(Array) && ours[0] == "Thrift::ProtocolException"
+
+    # When both nibbles of a compact map header are unknown to 0.14 (13 = UUID, 14, 15), the C accelerator's
+    # rb_ary_new3(3, get_ttype(kv >> 4), get_ttype(kv & 0xf), ...) checks the value type first (C leaves the
+    # argument order unspecified; gcc goes right to left), pure Ruby and thrift_native the key type.
+    if ours[1].match?(/\AUnknown compact type: 1[45]\z/)
+      return c.is_a?(Array) && c[0] == "StandardError" && c[1].match?(/\Adon't know what type: 1[345]\z/)
+    end
+
+    ours[1].match?(/\A#{MASTER_ONLY}\z/)
+  end
+
+  # Compares one outcome of ours with the C accelerator's: :same_value, :same_error (also under master's class), or
+  # :master_only (a documented difference); anything else fails the example.
+  def verdict(ours, c, input)
+    return (ours.is_a?(String) ? :same_value : :same_error) if ours == c
+    return :same_error if renamed?(ours, c)
+    return :master_only if master_only?(ours, c)
+
+    where = "input #{input.unpack1("H*")}: ours #{ours.inspect[0, 300]} vs C #{c.inspect[0, 300]}"
+    expect(ours).to be_a(Array), where
+    expect(c).to be_a(Array), where
+    expect(ours[0]).to eq(c[0]), where
+    :same_error
+  end
+
+  %w[binary compact].each do |protocol|
+    context "with the #{protocol} protocol" do
+      it "decodes #{MUTATIONS} mutated payloads like the C accelerator, on both paths, without crashing" do
+        valid = valid_payloads(protocol, 606, 20)
+        r = Random.new(protocol == "binary" ? 11 : 12)
+        kinds, mutated = Array.new(MUTATIONS) { mutate(protocol, valid[r.rand(valid.size)], r) }.transpose
+        ours = runner("ours", protocol, "read", "Everything", input: mutated)
+        c = runner("c", protocol, "read", "Everything", input: mutated)
+        expect(ours.size).to eq(MUTATIONS)
+        # The dispatch path (a protocol subclass) gives exactly the fast path's outcomes, messages included.
+        ours_dispatch = runner("ours", protocol, "read", "Everything", input: mutated, dispatch: true)
+        ours.zip(ours_dispatch, mutated).each do |fast, slow, input|
+          expect(slow).to eq(fast), "input #{input.unpack1("H*")}: fast #{fast.inspect[0, 300]} vs dispatch #{slow.inspect[0, 300]}"
+        end
+
+        verdicts = ours.zip(c, mutated).map { |o, cc, input| verdict(o, cc, input) }
+        tally = verdicts.tally
+        if ENV["MALFORMED_VERBOSE"]
+          warn "  #{protocol}: #{MUTATIONS} mutations #{kinds.tally} -> #{tally}"
+          documented = ours.zip(c).select { |o, cc| o != cc && !renamed?(o, cc) && master_only?(o, cc) }.map { |o, cc| [o.is_a?(Array) ? o[1] : "value", cc.is_a?(Array) ? cc[1] : "value"] }
+          warn "  documented differences (ours, C): #{documented.tally.sort_by { -_2 }.first(12)}"
+        end
+        # The mix exercises both outcomes, and the documented differences stay a minority.
+        expect(tally[:same_value]).to be > MUTATIONS / 20
+        expect(tally[:same_error]).to be > MUTATIONS / 4
+        expect(tally.fetch(:master_only, 0)).to be < MUTATIONS / 4
+        expect(kinds.uniq.size).to eq(6)
+      end
+    end
+  end
+
+  # Payloads that declare a 2 GB string or a 2^31-1 element container with a handful of bytes behind it.
+  def huge_declarations(protocol)
+    n = [HUGE].pack("N")
+    if protocol == "binary"
+      {
+        "Scalars" => [
+          "\x0b\x00\x07".b + n + "abc",                               # a_string
+          "\x0b\x00\x08".b + n + "abc",                               # a_binary
+          "\x0b\x00\x63".b + n + "abc"                                # unknown string field, skipped
+        ],
+        "Containers" => [
+          "\x0f\x00\x04\x08".b + n + "\x00\x00\x00\x01".b,            # list<i32>
+          "\x0f\x00\x07\x0b".b + n + "\x00\x00\x00\x01a".b,           # list<string>
+          "\x0e\x00\x0a\x08".b + n + "\x00\x00\x00\x01".b,            # set<i32>
+          "\x0d\x00\x0c\x0b\x08".b + n + "\x00\x00\x00\x01a".b,       # map<string, i32>
+          "\x0f\x00\x0f\x0f".b + n + "\x0b".b + n + "\x00\x00\x00\x01a".b * 3, # list<list<string>>
+          "\x0f\x00\x63\x08".b + n + "\x00\x00\x00\x01".b             # unknown list field, skipped
+        ]
+      }
+    else
+      v = varint(HUGE)
+      {
+        "Scalars" => ["\x78".b + v + "abc", "\x88".b + v + "abc", "\x08\xc6\x01".b + v + "abc"],
+        "Containers" => [
+          "\x49\xf5".b + v + "\x02".b,                                # list<i32>
+          "\x79\xf8".b + v + "\x01a".b,                               # list<string>
+          "\xaa\xf5".b + v + "\x02".b,                                # set<i32>
+          "\x0b\x18".b + v + "\x85\x01a\x02".b,                       # map<string, i32> (field 12 by id)
+          "\x09\x1e\xf9".b + v + "\xf8".b + v + "\x01a".b * 3,          # list<list<string>> (field 15 by id)
+          "\x09\xc6\x01\xf5".b + v + "\x02".b                         # unknown list field (99), skipped
+        ]
+      }
+    end
+  end
+
+  %w[binary compact].each do |protocol|
+    it "keeps memory bounded by the input when a #{protocol} payload declares 2 GB strings and containers" do
+      huge_declarations(protocol).each do |klass, inputs|
+        ours, rss_kb, vm_kb = runner("ours", protocol, "read-rss", klass, input: inputs)
+        c = runner("c", protocol, "read", klass, input: inputs)
+        ours.zip(c, inputs).each do |o, cc, input|
+          expect(o).to be_a(Array), "#{klass} #{input.unpack1("H*")} decoded: #{o}"
+          verdict(o, cc, input)
+        end
+        expect(ours.map(&:first).uniq).to all(eq("EOFError").or(eq("Thrift::TransportException")))
+        expect(rss_kb).to be < 20_000, "#{klass}: peak RSS grew by #{rss_kb} kB"
+        expect(vm_kb).to be < 200_000, "#{klass}: peak address space grew by #{vm_kb} kB"
+      end
+    end
+  end
+
+  # 200,000 levels: ours stops known struct nesting at Thrift::DEFAULT_RECURSION_DEPTH (master; 0.14's C accelerator
+  # recurses until Ruby's stack check raises SystemStackError). Unknown nested values go through the thrift
+  # library's BaseProtocol#skip, which has no depth limit in any version: SystemStackError, as with the C accelerator.
+  # Either way the process survives (in-process here, with thrift_native loaded).
+  [["binary", Thrift::BinaryProtocolAccelerated, "\x0c\x00\x06", "\x0c\x00\x63", "\x0f\x00\x63", "\x0f\x00\x00\x00\x01",
+    "\x08\x00\x01\x00\x00\x00\x05\x00"],
+   ["compact", Thrift::CompactProtocol, "\x6c", "\x0c\xc6\x01", "\x09\xc6\x01", "\x19", "\x15\x0a\x00"]].each do |name, klass, child, unknown, list, inner, leaf|
+    it "survives 200,000 levels of nesting in a #{name} payload" do
+      prot = ->(bytes) { klass.new(Thrift::MemoryBufferTransport.new(bytes.b)) }
+      decode = ->(bytes) { CodecTest::Everything.new.read(prot.call(bytes)) }
+      n = 200_000
+      expect { decode.call(child.b * n) }.to raise_error(Thrift::ProtocolException, "Maximum recursion depth exceeded") { |e|
+        expect(e.type).to eq(Thrift::ProtocolException::DEPTH_LIMIT)
+      }
+      expect { decode.call(unknown.b * n) }.to raise_error(SystemStackError)
+      expect { decode.call(list.b + (inner.b * n)) }.to raise_error(SystemStackError)
+      expect(CodecTest::Leaf.new.tap { |l| l.read(prot.call(leaf)) }).to eq(CodecTest::Leaf.new(id: 5)) # and decoding goes on
+    end
+  end
+
+  # A MemoryBufferTransport whose @buf or @index was overwritten: errors, never a crash (Debian's 0.14 C accelerator
+  # segfaults on a nil @buf in Struct#read).
+  {
+    "a nil @buf" => [:@buf, nil, TypeError, "no implicit conversion of nil into String"],
+    "an Integer @buf" => [:@buf, 42, TypeError, "no implicit conversion of Integer into String"],
+    "an @index past the end" => [:@index, 10**6, EOFError, "Not enough bytes remain in memory buffer"],
+    "a negative @index" => [:@index, -3, EOFError, "Not enough bytes remain in memory buffer"],
+    "a Bignum @index" => [:@index, 2**70, RangeError, "bignum too big to convert into `long long'"],
+    "a nil @index" => [:@index, nil, TypeError, "no implicit conversion of nil into Integer"]
+  }.each do |what, (ivar, value, error, message)|
+    it "raises #{error} for #{what}, in Struct#read and in read_i32, with both protocols" do
+      [Thrift::BinaryProtocolAccelerated, Thrift::CompactProtocol].each do |klass|
+        trans = Thrift::MemoryBufferTransport.new
+        CodecTest::Leaf.new(id: 5, label: "abc").write(klass.new(trans))
+        bytes = trans.read(trans.available)
+        [->(p) { CodecTest::Leaf.new.read(p) }, ->(p) { p.read_i32 }].each do |operation|
+          trans = Thrift::MemoryBufferTransport.new(bytes.dup)
+          trans.instance_variable_set(ivar, value)
+          expect { operation.call(klass.new(trans)) }.to raise_error(error, message)
+        end
+      end
+    end
+  end
+end
