@@ -10,10 +10,10 @@ use magnus::rb_sys::AsRawValue;
 use magnus::{Error, RArray, RClass, RString, Ruby, TryConvert, Value};
 use rb_sys::VALUE;
 use thrift_native_core::compact::{
-    self, compact_type_of, ctype, thrift_type_of, ttype, unzigzag32, unzigzag64, zigzag32,
-    zigzag64, Varint32Reader, Varint64Reader,
+    self, compact_type_of, ctype, thrift_type_of, unzigzag32, unzigzag64, zigzag32, zigzag64,
+    Varint32Reader, Varint64Reader,
 };
-use thrift_native_core::CoreError;
+use thrift_native_core::{ttype, CoreError};
 
 use crate::ivars::IvarSlot;
 use crate::protocol::{

@@ -13,24 +13,10 @@ use magnus::rb_sys::{protect, AsRawValue, FromRawValue};
 use magnus::{Error, RHash, Ruby, Value};
 use rb_sys::{ID, VALUE};
 
+use thrift_native_core::ttype;
+
 use crate::rb;
 use crate::thrift::thrift;
-
-/// Thrift type codes (`Thrift::Types`), identical in every supported thrift.
-pub mod ttype {
-    pub const STOP: i64 = 0;
-    pub const BOOL: i64 = 2;
-    pub const BYTE: i64 = 3;
-    pub const DOUBLE: i64 = 4;
-    pub const I16: i64 = 6;
-    pub const I32: i64 = 8;
-    pub const I64: i64 = 10;
-    pub const STRING: i64 = 11;
-    pub const STRUCT: i64 = 12;
-    pub const MAP: i64 = 13;
-    pub const SET: i64 = 14;
-    pub const LIST: i64 = 15;
-}
 
 /// What a field (or container element) holds, from its field info Hash.
 #[derive(Debug)]
@@ -264,7 +250,7 @@ fn type_info(ruby: &Ruby, info: RHash) -> Result<TypeInfo, Error> {
         }
         Ok(Some(Box::new(type_info(ruby, RHash::try_convert(v)?)?)))
     };
-    let plan = match code {
+    let plan = match u8::try_from(code).unwrap_or(u8::MAX) {
         ttype::BOOL => TypePlan::Bool,
         ttype::BYTE => TypePlan::Byte,
         ttype::I16 => TypePlan::I16,
@@ -295,7 +281,7 @@ fn type_info(ruby: &Ruby, info: RHash) -> Result<TypeInfo, Error> {
             key: nested("key")?,
             value: nested("value")?,
         },
-        c if c == thrift().uuid_type => TypePlan::Uuid,
+        _ if code == thrift().uuid_type => TypePlan::Uuid,
         _ => TypePlan::Unknown,
     };
     Ok(TypeInfo { code, plan })

@@ -21,9 +21,9 @@ use magnus::value::Id;
 use magnus::{Error, RModule, Ruby, TryConvert, Value};
 use rb_sys::{ID, VALUE};
 use thrift_native_core::compact::{self as compact_codec, Varint32Reader, Varint64Reader};
-use thrift_native_core::{binary, uuid, CoreError};
+use thrift_native_core::{binary, ttype, uuid, CoreError};
 
-use crate::field_plan::{plan_for, ttype, ClassPlan, FieldPlan, TypeInfo, TypePlan};
+use crate::field_plan::{plan_for, ClassPlan, FieldPlan, TypeInfo, TypePlan};
 use crate::memory_buffer::{self, MemoryBuffer};
 use crate::thrift::thrift;
 use crate::{binary_protocol, bytes, compact_protocol, errors, rb};
@@ -631,7 +631,7 @@ fn read_struct_fields(
     let saved = r.struct_begin()?;
     loop {
         let (t, fid) = r.field_begin(ruby)?;
-        if t == ttype::STOP {
+        if t == i64::from(ttype::STOP) {
             break;
         }
         match fid
@@ -686,7 +686,7 @@ fn read_union(
     }
     r.end(methods.read_field_end)?;
     let (t, _) = r.field_begin(ruby)?;
-    if t != ttype::STOP {
+    if t != i64::from(ttype::STOP) {
         return Err(errors::protocol(
             thrift().codes.invalid_data,
             "too many fields in union!",
@@ -1301,7 +1301,7 @@ fn write_field(
     v: VALUE,
     depth: i64,
 ) -> Result<(), Error> {
-    if f.info.code == ttype::BOOL && w.is_compact() {
+    if f.info.code == i64::from(ttype::BOOL) && w.is_compact() {
         w.compact_bool_field(f.id, v);
     } else {
         w.field_begin(ruby, name, f.info.code, f.id_value, f.id)?;

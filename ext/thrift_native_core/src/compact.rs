@@ -1,6 +1,7 @@
 //! Thrift's compact encoding: zigzag LEB128 varints with their byte limits, little-endian doubles, and the mapping
 //! between Thrift types (`Thrift::Types`) and the 4-bit compact types of field and container headers.
 
+use crate::ttype;
 use crate::CoreError;
 
 /// The longest varints: 5 bytes for 32 bits, 10 for 64.
@@ -23,23 +24,6 @@ pub mod ctype {
     pub const MAP: u8 = 0x0b;
     pub const STRUCT: u8 = 0x0c;
     pub const UUID: u8 = 0x0d;
-}
-
-/// Thrift types (`Thrift::Types`), the same numbers in every thrift version; UUID (16) is master's.
-pub mod ttype {
-    pub const STOP: u8 = 0;
-    pub const BOOL: u8 = 2;
-    pub const BYTE: u8 = 3;
-    pub const DOUBLE: u8 = 4;
-    pub const I16: u8 = 6;
-    pub const I32: u8 = 8;
-    pub const I64: u8 = 10;
-    pub const STRING: u8 = 11;
-    pub const STRUCT: u8 = 12;
-    pub const MAP: u8 = 13;
-    pub const SET: u8 = 14;
-    pub const LIST: u8 = 15;
-    pub const UUID: u8 = 16;
 }
 
 /// The compact type written for a Thrift type. STOP and unknown types are INVALID_DATA, as in the C accelerator
