@@ -315,31 +315,13 @@ RSpec.describe Thrift::BinaryProtocolAccelerated do
     end
 
     it "works over any transport object with the right methods" do
-      custom = Class.new(Thrift::BaseTransport) do
-        attr_reader :out
-
-        def initialize(input = "".b)
-          super()
-          @in = input
-          @out = +"".b
-        end
-
-        def write(s) = @out << s
-        def read_byte = @in.slice!(0).ord
-        def read_all(n) = @in.slice!(0, n)
-
-        def read_into_buffer(buf, n)
-          buf[0, n] = @in.slice!(0, n)
-          n
-        end
-      end
-      t = custom.new
+      t = CustomTransport.new
       p = described_class.new(t)
       p.write_i16(-2)
       p.write_string("ok")
       p.write_uuid("00112233-4455-6677-8899-aabbccddeeff")
       bytes = t.out
-      r = described_class.new(custom.new(bytes.dup))
+      r = described_class.new(CustomTransport.new(bytes.dup))
       expect([r.read_i16, r.read_string, r.read_uuid]).to eq([-2, "ok", "00112233-4455-6677-8899-aabbccddeeff"])
     end
 

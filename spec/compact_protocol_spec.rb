@@ -550,25 +550,7 @@ RSpec.describe Thrift::CompactProtocol do
     end
 
     it "works over any transport object with the right methods" do
-      custom = Class.new(Thrift::BaseTransport) do
-        attr_reader :out
-
-        def initialize(input = "".b)
-          super()
-          @in = input
-          @out = +"".b
-        end
-
-        def write(s) = @out << s
-        def read_byte = @in.slice!(0).ord
-        def read_all(n) = @in.slice!(0, n)
-
-        def read_into_buffer(buf, n)
-          buf[0, n] = @in.slice!(0, n)
-          n
-        end
-      end
-      t = custom.new
+      t = CustomTransport.new
       w = described_class.new(t)
       w.write_struct_begin("S")
       w.write_field_begin("b", Thrift::Types::BOOL, 3)
@@ -577,7 +559,7 @@ RSpec.describe Thrift::CompactProtocol do
       w.write_string("ok")
       w.write_double(-2.5)
       w.write_uuid("00112233-4455-6677-8899-aabbccddeeff")
-      r = described_class.new(custom.new(t.out.dup))
+      r = described_class.new(CustomTransport.new(t.out.dup))
       r.read_struct_begin
       expect([r.read_field_begin, r.read_bool, r.read_i16, r.read_string, r.read_double, r.read_uuid])
         .to eq([[nil, Thrift::Types::BOOL, 3], true, -2, "ok", -2.5, "00112233-4455-6677-8899-aabbccddeeff"])

@@ -4,6 +4,7 @@ $LOAD_PATH.unshift File.expand_path("../lib", __dir__)
 require "thrift_native"
 require "rbconfig"
 require "open3"
+require_relative "support/custom_transport"
 
 module SpecSupport
   # Objects allocated by one run of the block, measured after a first (warm-up) run has filled Ruby's call caches.
