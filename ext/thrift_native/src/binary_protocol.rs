@@ -13,7 +13,7 @@ use crate::protocol::{
     reset_message_size_if_asked, string_length, uuid_bytes, Pending,
 };
 use crate::thrift::{ids, thrift};
-use crate::transport::{value, Input, Output};
+use crate::transport::{value, Input, Output, Wire};
 use crate::{bytes, errors, rb, registry};
 
 const STRING_TOO_LONG: &str = "string too long";
@@ -229,39 +229,28 @@ fn read_message_begin(ruby: &Ruby, rb_self: Value) -> Result<magnus::RArray, Err
 }
 
 fn read_field_begin(ruby: &Ruby, rb_self: Value) -> Result<magnus::RArray, Error> {
-    let mut input = input(rb_self);
-    let ftype = input.read_byte(ruby)?;
-    let id = if ftype == 0 {
-        0
-    } else {
-        binary::decode_i16(input.read_array(ruby)?)
-    };
+    let f = binary::read_field_header(&mut Wire::new(ruby, &mut input(rb_self)))?;
     Ok(ruby.ary_new_from_values(&[
         ruby.qnil().as_value(),
-        value(rb::integer(ftype.into())),
-        value(rb::integer(id.into())),
+        value(rb::integer(f.ttype.into())),
+        value(rb::integer(f.id)),
     ]))
 }
 
 fn read_map_begin(ruby: &Ruby, rb_self: Value) -> Result<magnus::RArray, Error> {
-    let mut input = input(rb_self);
-    let k = input.read_byte(ruby)?;
-    let v = input.read_byte(ruby)?;
-    let size = read_size_from(ruby, &mut input)?;
+    let h = binary::read_map_header(&mut Wire::new(ruby, &mut input(rb_self)))?;
     Ok(ruby.ary_new_from_values(&[
-        value(rb::integer(k.into())),
-        value(rb::integer(v.into())),
-        value(rb::integer(size as i64)),
+        value(rb::integer(h.key.into())),
+        value(rb::integer(h.value.into())),
+        value(rb::integer(h.size as i64)),
     ]))
 }
 
 fn read_list_begin(ruby: &Ruby, rb_self: Value) -> Result<magnus::RArray, Error> {
-    let mut input = input(rb_self);
-    let e = input.read_byte(ruby)?;
-    let size = read_size_from(ruby, &mut input)?;
+    let h = binary::read_list_header(&mut Wire::new(ruby, &mut input(rb_self)))?;
     Ok(ruby.ary_new_from_values(&[
-        value(rb::integer(e.into())),
-        value(rb::integer(size as i64)),
+        value(rb::integer(h.element.into())),
+        value(rb::integer(h.size as i64)),
     ]))
 }
 

@@ -21,7 +21,7 @@ use crate::protocol::{
     num2int, reset_message_size_if_asked, string_length, uuid_bytes, Pending,
 };
 use crate::thrift::{ids, thrift};
-use crate::transport::{value, Input, Output};
+use crate::transport::{value, Input, Output, Wire};
 use crate::{bytes, errors, rb, registry};
 
 /// Ivars of exact CompactProtocol instances.
@@ -304,11 +304,7 @@ fn read_varint32(ruby: &Ruby, input: &mut Input) -> Result<u32, Error> {
 
 /// A varint32 size that must fit an i32.
 fn read_size(ruby: &Ruby, input: &mut Input, limit: CoreError) -> Result<usize, Error> {
-    let n = read_varint32(ruby, input)?;
-    if n > i32::MAX as u32 {
-        return Err(core_error(ruby, limit));
-    }
-    Ok(n as usize)
+    compact::read_size(&mut Wire::new(ruby, input), limit)
 }
 
 /// `read_i16` as the C accelerator: the zigzag varint32 truncated to 16 bits.
@@ -377,27 +373,13 @@ fn read_field_begin(ruby: &Ruby, rb_self: Value) -> Result<RArray, Error> {
 }
 
 fn read_map_begin(ruby: &Ruby, rb_self: Value) -> Result<RArray, Error> {
-    let mut input = input(rb_self);
-    let size = read_size(ruby, &mut input, CoreError::ContainerSizeLimit)?;
-    let types = if size == 0 {
-        0
-    } else {
-        input.read_byte(ruby)? as u8
-    };
-    let k = thrift_type(ruby, types >> 4)?;
-    let v = thrift_type(ruby, types & 0x0f)?;
-    Ok(ruby.ary_new_from_values(&[k, v, int(size as i64)]))
+    let h = compact::read_map_header(&mut Wire::new(ruby, &mut input(rb_self)))?;
+    Ok(ruby.ary_new_from_values(&[int(h.key.into()), int(h.value.into()), int(h.size as i64)]))
 }
 
 fn read_list_begin(ruby: &Ruby, rb_self: Value) -> Result<RArray, Error> {
-    let mut input = input(rb_self);
-    let header = input.read_byte(ruby)? as u8;
-    let mut size = usize::from(header >> 4);
-    if size == 15 {
-        size = read_size(ruby, &mut input, CoreError::ContainerSizeLimit)?;
-    }
-    let e = thrift_type(ruby, header & 0x0f)?;
-    Ok(ruby.ary_new_from_values(&[e, int(size as i64)]))
+    let h = compact::read_list_header(&mut Wire::new(ruby, &mut input(rb_self)))?;
+    Ok(ruby.ary_new_from_values(&[int(h.element.into()), int(h.size as i64)]))
 }
 
 fn read_bool(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {

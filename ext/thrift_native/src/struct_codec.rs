@@ -26,6 +26,7 @@ use thrift_native_core::{binary, ttype, uuid, CoreError};
 use crate::field_plan::{plan_for, ClassPlan, FieldPlan, TypeInfo, TypePlan};
 use crate::memory_buffer::{self, MemoryBuffer};
 use crate::thrift::thrift;
+use crate::transport::Wire;
 use crate::{binary_protocol, bytes, compact_protocol, errors, rb};
 
 /// Method names called on the dispatch path (and a few on objects).
@@ -262,48 +263,23 @@ impl Reader {
     fn field_begin(&mut self, ruby: &Ruby) -> Result<(i64, Option<i64>), Error> {
         match &mut self.source {
             Source::Binary { buffer, .. } => {
-                let t = buffer.read_byte(ruby)? as i8;
-                if t == 0 {
-                    return Ok((0, Some(0)));
-                }
-                let fid = binary::decode_i16(buffer.read_array(ruby)?);
-                Ok((t.into(), Some(fid.into())))
+                let f = binary::read_field_header(&mut Wire::new(ruby, buffer))?;
+                Ok((f.ttype.into(), Some(f.id)))
             }
             Source::Compact { buffer, .. } => {
-                let header = buffer.read_byte(ruby)?;
-                let ctype = header & 0x0f;
-                if ctype == 0 {
-                    return Ok((0, Some(0)));
-                }
-                let delta = i64::from(header >> 4);
-                let fid = if delta == 0 {
-                    // As the C accelerator's read_i16: the zigzag varint truncated to 16 bits.
-                    i64::from(
-                        compact_codec::unzigzag32(buffer.read_varint::<Varint32Reader>(ruby)?)
-                            as i16,
-                    )
-                } else {
-                    self.last_field + delta
-                };
-                if ctype == compact_codec::ctype::BOOLEAN_TRUE
-                    || ctype == compact_codec::ctype::BOOLEAN_FALSE
-                {
-                    let b = if ctype == compact_codec::ctype::BOOLEAN_TRUE {
-                        rb::QTRUE
-                    } else {
-                        rb::QFALSE
-                    };
+                let f = compact_codec::read_field_header(
+                    &mut Wire::new(ruby, buffer),
+                    &mut self.last_field,
+                )?;
+                if let Some(b) = f.bool_value {
                     compact_protocol::set_ivar(
                         self.protocol,
                         &compact_protocol::BOOL_VALUE,
                         thrift_ids().bool_value,
-                        b,
+                        if b { rb::QTRUE } else { rb::QFALSE },
                     )?;
                 }
-                self.last_field = fid;
-                let t =
-                    compact_codec::thrift_type_of(ctype).map_err(|e| errors::from_core(ruby, e))?;
-                Ok((t.into(), Some(fid)))
+                Ok((f.header.ttype.into(), Some(f.header.id)))
             }
             Source::Dispatch => {
                 let header = self.call(m().read_field_begin, &[])?;
@@ -314,63 +290,38 @@ impl Reader {
         }
     }
 
-    fn binary_size(buffer: &mut MemoryBuffer, ruby: &Ruby) -> Result<usize, Error> {
-        usize::try_from(binary::decode_i32(buffer.read_array(ruby)?))
-            .map_err(|_| errors::negative_size())
-    }
-
     fn map_begin(&mut self, ruby: &Ruby) -> Result<(i64, i64, usize), Error> {
-        match &mut self.source {
-            Source::Binary { buffer, .. } => {
-                let k = buffer.read_byte(ruby)? as i8;
-                let v = buffer.read_byte(ruby)? as i8;
-                Ok((k.into(), v.into(), Self::binary_size(buffer, ruby)?))
-            }
+        let h = match &mut self.source {
+            Source::Binary { buffer, .. } => binary::read_map_header(&mut Wire::new(ruby, buffer))?,
             Source::Compact { buffer, .. } => {
-                let size = compact_size(buffer, ruby, CoreError::ContainerSizeLimit)?;
-                let kv = if size == 0 {
-                    0
-                } else {
-                    buffer.read_byte(ruby)?
-                };
-                let k = compact_codec::thrift_type_of(kv >> 4)
-                    .map_err(|e| errors::from_core(ruby, e))?;
-                let v = compact_codec::thrift_type_of(kv & 0x0f)
-                    .map_err(|e| errors::from_core(ruby, e))?;
-                Ok((k.into(), v.into(), size))
+                compact_codec::read_map_header(&mut Wire::new(ruby, buffer))?
             }
             Source::Dispatch => {
                 let header = self.call(m().read_map_begin, &[])?;
                 let k = int_of(ary_entry(header, 0)?)?;
                 let v = int_of(ary_entry(header, 1)?)?;
-                Ok((k, v, container_size(self.protocol, ary_entry(header, 2)?)?))
+                return Ok((k, v, container_size(self.protocol, ary_entry(header, 2)?)?));
             }
-        }
+        };
+        Ok((h.key.into(), h.value.into(), h.size))
     }
 
     /// A list or set header: `(element type, size)`.
     fn list_begin(&mut self, ruby: &Ruby, method: ID) -> Result<(i64, usize), Error> {
-        match &mut self.source {
+        let h = match &mut self.source {
             Source::Binary { buffer, .. } => {
-                let e = buffer.read_byte(ruby)? as i8;
-                Ok((e.into(), Self::binary_size(buffer, ruby)?))
+                binary::read_list_header(&mut Wire::new(ruby, buffer))?
             }
             Source::Compact { buffer, .. } => {
-                let b = buffer.read_byte(ruby)?;
-                let mut size = usize::from(b >> 4);
-                if size == 15 {
-                    size = compact_size(buffer, ruby, CoreError::ContainerSizeLimit)?;
-                }
-                let e = compact_codec::thrift_type_of(b & 0x0f)
-                    .map_err(|e| errors::from_core(ruby, e))?;
-                Ok((e.into(), size))
+                compact_codec::read_list_header(&mut Wire::new(ruby, buffer))?
             }
             Source::Dispatch => {
                 let header = self.call(method, &[])?;
                 let e = int_of(ary_entry(header, 0)?)?;
-                Ok((e, container_size(self.protocol, ary_entry(header, 1)?)?))
+                return Ok((e, container_size(self.protocol, ary_entry(header, 1)?)?));
             }
-        }
+        };
+        Ok((h.element.into(), h.size))
     }
 
     fn skip(&mut self, t: i64) -> Result<(), Error> {
@@ -394,11 +345,11 @@ impl Reader {
                 TypePlan::I64 => rb::integer(binary::decode_i64(buffer.read_array(ruby)?)),
                 TypePlan::Double => rb::float(binary::decode_double(buffer.read_array(ruby)?)),
                 TypePlan::String => {
-                    let n = Self::binary_size(buffer, ruby)?;
+                    let n = binary::read_size(&mut Wire::new(ruby, buffer))?;
                     buffer.read_with(ruby, n, rb::utf8_string)?
                 }
                 TypePlan::Binary => {
-                    let n = Self::binary_size(buffer, ruby)?;
+                    let n = binary::read_size(&mut Wire::new(ruby, buffer))?;
                     buffer.read_all(ruby, n)?
                 }
                 TypePlan::Uuid => buffer.read_with(ruby, 16, |b| {
@@ -443,11 +394,17 @@ impl Reader {
                     rb::float(compact_codec::decode_double(buffer.read_array(ruby)?))
                 }
                 TypePlan::String => {
-                    let n = compact_size(buffer, ruby, CoreError::BinarySizeLimit)?;
+                    let n = compact_codec::read_size(
+                        &mut Wire::new(ruby, buffer),
+                        CoreError::BinarySizeLimit,
+                    )?;
                     buffer.read_with(ruby, n, rb::utf8_string)?
                 }
                 TypePlan::Binary => {
-                    let n = compact_size(buffer, ruby, CoreError::BinarySizeLimit)?;
+                    let n = compact_codec::read_size(
+                        &mut Wire::new(ruby, buffer),
+                        CoreError::BinarySizeLimit,
+                    )?;
                     buffer.read_all(ruby, n)?
                 }
                 TypePlan::Uuid => buffer.read_with(ruby, 16, |b| {
@@ -491,15 +448,6 @@ fn fast_compact_transport(protocol: VALUE) -> Option<VALUE> {
         return None;
     }
     Some(compact_protocol::TRANS.get(protocol))
-}
-
-/// A compact size (a varint32), over INT32_MAX being `limit` (SIZE_LIMIT).
-fn compact_size(buffer: &mut MemoryBuffer, ruby: &Ruby, limit: CoreError) -> Result<usize, Error> {
-    let n = buffer.read_varint::<Varint32Reader>(ruby)?;
-    if n > i32::MAX as u32 {
-        return Err(errors::from_core(ruby, limit));
-    }
-    Ok(n as usize)
 }
 
 fn thrift_ids() -> &'static crate::thrift::Ids {

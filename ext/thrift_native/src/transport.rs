@@ -11,7 +11,8 @@ use crate::memory_buffer::{self, MemoryBuffer};
 use crate::thrift::{ids, thrift};
 use crate::{bytes, errors, rb};
 use thrift_native_core::compact::VarintStep;
-use thrift_native_core::uuid;
+use thrift_native_core::wire::WireInput;
+use thrift_native_core::{uuid, CoreError};
 
 pub fn value(v: VALUE) -> Value {
     // SAFETY: every VALUE passed here is a live Ruby object held on the stack or by a pinned root.
@@ -21,6 +22,59 @@ pub fn value(v: VALUE) -> Value {
 pub fn method_id(id: rb_sys::ID) -> magnus::value::Id {
     // SAFETY: the ID was interned at load time and names a static symbol.
     unsafe { <magnus::value::Id as magnus::rb_sys::FromRawId>::from_raw(id) }
+}
+
+/// An [`Input`] or a [`MemoryBuffer`] as the core's header decoders (`binary::read_field_header`, ...) read it:
+/// the same decoders the core's tests and fuzz targets drive.
+pub struct Wire<'a, S> {
+    ruby: &'a Ruby,
+    source: &'a mut S,
+}
+
+impl<'a, S> Wire<'a, S> {
+    pub fn new(ruby: &'a Ruby, source: &'a mut S) -> Self {
+        Wire { ruby, source }
+    }
+}
+
+impl WireInput for Wire<'_, Input> {
+    type Error = Error;
+
+    fn read_byte(&mut self) -> Result<u8, Error> {
+        self.source.read_byte(self.ruby).map(|b| b as u8)
+    }
+
+    fn read_array<const N: usize>(&mut self) -> Result<[u8; N], Error> {
+        self.source.read_array(self.ruby)
+    }
+
+    fn read_varint<R: VarintStep>(&mut self) -> Result<R::Output, Error> {
+        self.source.read_varint::<R>(self.ruby)
+    }
+
+    fn error(&self, e: CoreError) -> Error {
+        errors::from_core(self.ruby, e)
+    }
+}
+
+impl WireInput for Wire<'_, MemoryBuffer> {
+    type Error = Error;
+
+    fn read_byte(&mut self) -> Result<u8, Error> {
+        self.source.read_byte(self.ruby)
+    }
+
+    fn read_array<const N: usize>(&mut self) -> Result<[u8; N], Error> {
+        self.source.read_array(self.ruby)
+    }
+
+    fn read_varint<R: VarintStep>(&mut self) -> Result<R::Output, Error> {
+        self.source.read_varint::<R>(self.ruby)
+    }
+
+    fn error(&self, e: CoreError) -> Error {
+        errors::from_core(self.ruby, e)
+    }
 }
 
 /// Where a protocol's reads come from.

@@ -2,6 +2,7 @@
 
 use byteorder::{BigEndian, ByteOrder};
 
+use crate::wire::{FieldHeader, ListHeader, MapHeader, WireInput};
 use crate::CoreError;
 
 /// A cursor over bytes that have been received but not yet consumed.
@@ -26,6 +27,11 @@ impl<'a> Reader<'a> {
 
     pub fn remaining(&self) -> usize {
         self.bytes.len() - self.pos
+    }
+
+    /// The bytes not yet consumed.
+    pub fn rest(&self) -> &'a [u8] {
+        &self.bytes[self.pos..]
     }
 
     /// The next `n` bytes, consumed; on a short input nothing is consumed.
@@ -72,6 +78,40 @@ impl<'a> Reader<'a> {
         let size = self.read_i32()?;
         usize::try_from(size).map_err(|_| CoreError::NegativeSize)
     }
+}
+
+/// An i32 size of a container or byte string; negative is NegativeSize.
+pub fn read_size<I: WireInput>(input: &mut I) -> Result<usize, I::Error> {
+    let size = decode_i32(input.read_array()?);
+    usize::try_from(size).map_err(|_| input.error(CoreError::NegativeSize))
+}
+
+/// A field header: the type byte, then (unless it is STOP) the i16 id.
+pub fn read_field_header<I: WireInput>(input: &mut I) -> Result<FieldHeader, I::Error> {
+    let ttype = input.read_byte()? as i8;
+    if ttype == 0 {
+        return Ok(FieldHeader::STOP);
+    }
+    let id = decode_i16(input.read_array()?);
+    Ok(FieldHeader {
+        ttype,
+        id: id.into(),
+    })
+}
+
+/// A map header: key type byte, value type byte, i32 size.
+pub fn read_map_header<I: WireInput>(input: &mut I) -> Result<MapHeader, I::Error> {
+    let key = input.read_byte()? as i8;
+    let value = input.read_byte()? as i8;
+    let size = read_size(input)?;
+    Ok(MapHeader { key, value, size })
+}
+
+/// A list or set header: element type byte, i32 size.
+pub fn read_list_header<I: WireInput>(input: &mut I) -> Result<ListHeader, I::Error> {
+    let element = input.read_byte()? as i8;
+    let size = read_size(input)?;
+    Ok(ListHeader { element, size })
 }
 
 /// Decoders for the bytes a transport hands over (`read_into_buffer` fills at most N bytes of a scratch String).
@@ -164,6 +204,62 @@ mod tests {
         assert_eq!(r.read_size(), Err(CoreError::NegativeSize));
         let mut r = Reader::new(&[0x7f, 0xff, 0xff, 0xff], 0);
         assert_eq!(r.read_size(), Ok(i32::MAX as usize));
+    }
+
+    #[test]
+    fn headers_decode_as_written_by_the_binary_protocol() {
+        let mut r = Reader::new(&[0x08, 0x00, 0x07, 0x00], 0);
+        assert_eq!(
+            read_field_header(&mut r),
+            Ok(FieldHeader { ttype: 8, id: 7 })
+        );
+        assert_eq!(read_field_header(&mut r), Ok(FieldHeader::STOP));
+        assert_eq!(r.remaining(), 0);
+
+        let mut r = Reader::new(&[0xff, 0x80, 0x00], 0);
+        assert_eq!(
+            read_field_header(&mut r),
+            Ok(FieldHeader {
+                ttype: -1,
+                id: -32768
+            })
+        );
+
+        let mut r = Reader::new(&[0x0b, 0x08, 0, 0, 0, 2, 0x0c, 0, 0, 1, 0], 0);
+        assert_eq!(
+            read_map_header(&mut r),
+            Ok(MapHeader {
+                key: 11,
+                value: 8,
+                size: 2
+            })
+        );
+        assert_eq!(
+            read_list_header(&mut r),
+            Ok(ListHeader {
+                element: 12,
+                size: 256
+            })
+        );
+    }
+
+    #[test]
+    fn header_errors() {
+        let mut r = Reader::new(&[0x0f, 0xff, 0xff, 0xff, 0xfe], 0);
+        assert_eq!(read_list_header(&mut r), Err(CoreError::NegativeSize));
+        let mut r = Reader::new(&[0x08, 0x00], 0);
+        assert_eq!(
+            read_field_header(&mut r),
+            Err(CoreError::Eof {
+                needed: 2,
+                available: 1
+            })
+        );
+        assert_eq!(
+            r.position(),
+            1,
+            "the type byte was consumed, the short id not"
+        );
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! between Thrift types (`Thrift::Types`) and the 4-bit compact types of field and container headers.
 
 use crate::ttype;
+use crate::wire::{FieldHeader, ListHeader, MapHeader, WireInput};
 use crate::CoreError;
 
 /// The longest varints: 5 bytes for 32 bits, 10 for 64.
@@ -211,6 +212,112 @@ pub fn field_header(compact_type: u8, id: i16, last: i64) -> ([u8; 4], usize) {
     (out, 1 + v.len)
 }
 
+/// A size (varint32) of a container or byte string; above INT32_MAX it is `limit`, the SIZE_LIMIT error of what
+/// is being read (ContainerSizeLimit or BinarySizeLimit).
+pub fn read_size<I: WireInput>(input: &mut I, limit: CoreError) -> Result<usize, I::Error> {
+    let n = input.read_varint::<Varint32Reader>()?;
+    if n > i32::MAX as u32 {
+        return Err(input.error(limit));
+    }
+    Ok(n as usize)
+}
+
+/// A field header as the compact protocol reads it, with the id of the previous field of the same struct in
+/// `last_field` (updated here).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CompactField {
+    pub header: FieldHeader,
+    /// A bool field's value, which the compact encoding carries in the header's type.
+    pub bool_value: Option<bool>,
+}
+
+pub fn read_field_header<I: WireInput>(
+    input: &mut I,
+    last_field: &mut i64,
+) -> Result<CompactField, I::Error> {
+    let byte = input.read_byte()?;
+    let compact_type = byte & 0x0f;
+    if compact_type == ctype::STOP {
+        return Ok(CompactField {
+            header: FieldHeader::STOP,
+            bool_value: None,
+        });
+    }
+    let delta = i64::from(byte >> 4);
+    let id = if delta == 0 {
+        // As the C accelerator's read_i16: the zigzag varint truncated to 16 bits.
+        i64::from(unzigzag32(input.read_varint::<Varint32Reader>()?) as i16)
+    } else {
+        *last_field + delta
+    };
+    *last_field = id;
+    let bool_value = match compact_type {
+        ctype::BOOLEAN_TRUE => Some(true),
+        ctype::BOOLEAN_FALSE => Some(false),
+        _ => None,
+    };
+    let ttype = thrift_type_of(compact_type).map_err(|e| input.error(e))?;
+    Ok(CompactField {
+        header: FieldHeader {
+            ttype: ttype as i8,
+            id,
+        },
+        bool_value,
+    })
+}
+
+/// A map header: the size, then (unless it is 0) one byte with the key and value compact types.
+pub fn read_map_header<I: WireInput>(input: &mut I) -> Result<MapHeader, I::Error> {
+    let size = read_size(input, CoreError::ContainerSizeLimit)?;
+    let types = if size == 0 { 0 } else { input.read_byte()? };
+    let key = thrift_type_of(types >> 4).map_err(|e| input.error(e))?;
+    let value = thrift_type_of(types & 0x0f).map_err(|e| input.error(e))?;
+    Ok(MapHeader {
+        key: key as i8,
+        value: value as i8,
+        size,
+    })
+}
+
+/// A list or set header: one byte with the size (15: a varint follows) and the element's compact type.
+pub fn read_list_header<I: WireInput>(input: &mut I) -> Result<ListHeader, I::Error> {
+    let byte = input.read_byte()?;
+    let mut size = usize::from(byte >> 4);
+    if size == 15 {
+        size = read_size(input, CoreError::ContainerSizeLimit)?;
+    }
+    let element = thrift_type_of(byte & 0x0f).map_err(|e| input.error(e))?;
+    Ok(ListHeader {
+        element: element as i8,
+        size,
+    })
+}
+
+/// The list header's bytes: the short form for fewer than 15 elements.
+pub fn list_header(compact_type: u8, size: u32) -> ([u8; 6], usize) {
+    let mut out = [0u8; 6];
+    if size < 15 {
+        out[0] = ((size as u8) << 4) | (compact_type & 0x0f);
+        return (out, 1);
+    }
+    out[0] = 0xf0 | (compact_type & 0x0f);
+    let v = Varint::new(size.into());
+    out[1..1 + v.len].copy_from_slice(v.as_bytes());
+    (out, 1 + v.len)
+}
+
+/// The map header's bytes: a lone 0 when empty, else the size and the key and value compact types.
+pub fn map_header(key_type: u8, value_type: u8, size: u32) -> ([u8; 6], usize) {
+    let mut out = [0u8; 6];
+    if size == 0 {
+        return (out, 1);
+    }
+    let v = Varint::new(size.into());
+    out[..v.len].copy_from_slice(v.as_bytes());
+    out[v.len] = (key_type << 4) | (value_type & 0x0f);
+    (out, v.len + 1)
+}
+
 pub fn encode_double(f: f64) -> [u8; 8] {
     f.to_le_bytes()
 }
@@ -352,6 +459,89 @@ mod tests {
             field_header(ctype::BYTE, i16::MIN, 0),
             ([0x03, 0xff, 0xff, 0x03], 4)
         );
+    }
+
+    fn bytes(b: &[u8]) -> crate::binary::Reader<'_> {
+        crate::binary::Reader::new(b, 0)
+    }
+
+    #[test]
+    fn field_headers_read_deltas_long_ids_and_bool_values() {
+        let mut last = 0;
+        let mut r = bytes(&[0x15, 0x21, 0x0c, 0x03, 0x00]);
+        let f = read_field_header(&mut r, &mut last).unwrap();
+        assert_eq!(f.header, FieldHeader { ttype: 8, id: 1 });
+        assert_eq!(f.bool_value, None);
+        let f = read_field_header(&mut r, &mut last).unwrap();
+        assert_eq!(f.header, FieldHeader { ttype: 2, id: 3 });
+        assert_eq!(f.bool_value, Some(true));
+        let f = read_field_header(&mut r, &mut last).unwrap();
+        assert_eq!(f.header, FieldHeader { ttype: 12, id: -2 });
+        assert_eq!(last, -2);
+        let f = read_field_header(&mut r, &mut last).unwrap();
+        assert_eq!(f.header, FieldHeader::STOP);
+        assert_eq!(last, -2, "STOP leaves the last id alone");
+        // A long-form id is an i16: 65535 (zigzag of 131070) keeps its low 16 bits, as in the C accelerator.
+        let mut r = bytes(&[0x02, 0xfe, 0xff, 0x07]);
+        let f = read_field_header(&mut r, &mut last).unwrap();
+        assert_eq!(f.header, FieldHeader { ttype: 2, id: -1 });
+        assert_eq!(f.bool_value, Some(false));
+    }
+
+    #[test]
+    fn header_errors_name_the_bad_type_and_size() {
+        let mut last = 0;
+        assert_eq!(
+            read_field_header(&mut bytes(&[0x1e]), &mut last),
+            Err(CoreError::UnknownCompactType(14))
+        );
+        assert_eq!(last, 1, "the id is taken before the type is checked");
+        assert_eq!(
+            read_list_header(&mut bytes(&[0xf8, 0x80, 0x80, 0x80, 0x80, 0x08])),
+            Err(CoreError::ContainerSizeLimit)
+        );
+        assert_eq!(
+            read_map_header(&mut bytes(&[0x01, 0xe8])),
+            Err(CoreError::UnknownCompactType(14))
+        );
+        assert_eq!(
+            read_size(
+                &mut bytes(&[0xff, 0xff, 0xff, 0xff, 0x0f]),
+                CoreError::BinarySizeLimit
+            ),
+            Err(CoreError::BinarySizeLimit)
+        );
+    }
+
+    #[test]
+    fn container_headers_round_trip() {
+        for size in [0u32, 1, 14, 15, 300, i32::MAX as u32] {
+            let (b, n) = list_header(ctype::I32, size);
+            assert_eq!(
+                read_list_header(&mut bytes(&b[..n])),
+                Ok(ListHeader {
+                    element: ttype::I32 as i8,
+                    size: size as usize
+                })
+            );
+            let (b, n) = map_header(ctype::BINARY, ctype::STRUCT, size);
+            let expected = if size == 0 {
+                (0, 0)
+            } else {
+                (ttype::STRING as i8, ttype::STRUCT as i8)
+            };
+            assert_eq!(
+                read_map_header(&mut bytes(&b[..n])),
+                Ok(MapHeader {
+                    key: expected.0,
+                    value: expected.1,
+                    size: size as usize
+                })
+            );
+        }
+        assert_eq!(list_header(ctype::BYTE, 14).0[0], 0xe3);
+        assert_eq!(&list_header(ctype::BYTE, 15).0[..2], &[0xf3, 0x0f]);
+        assert_eq!(&map_header(ctype::I32, ctype::I64, 1).0[..2], &[0x01, 0x56]);
     }
 
     #[test]
