@@ -2,12 +2,13 @@
 //!
 //! Everything here works on byte slices (or, for the headers of `wire`, on any byte source), so it is tested with
 //! `cargo test` and fuzzed without a Ruby. The Ruby binding (`ext/thrift_native`) moves bytes between Ruby Strings
-//! and these functions.
+//! and these functions; `schema` runs the struct decoding algorithm on plain Rust values for tests and fuzzing.
 
 pub mod binary;
 pub mod compact;
 pub mod error;
 pub mod gzip;
+pub mod schema;
 pub mod uuid;
 pub mod wire;
 
