@@ -9,7 +9,8 @@
 #    32 KiB Strings through the writer into IO.pipe and reports user seconds, RssAnon, objects allocated per write and
 #    GC runs; the parent reads with Zlib::GzipReader#readpartial and checks it received NR * 32768 bytes.
 # 2. Throughput (MB/s of input) per level on a corpus of serialized Thrift structs written one struct per `write`.
-# 3. The cost of releasing the GVL, per input size, which sets GzipWriter.nogvl_threshold.
+# 3. The deflate engines alone (raw system zlib, both writers to a null sink), level 6: the ceiling on this CPU.
+# 4. The cost of releasing the GVL, per input size, which sets GzipWriter.nogvl_threshold.
 #
 # Prints tables as it goes and writes everything to bench/results/gzip_writer.json.
 
@@ -280,7 +281,54 @@ table("Throughput: #{frames.size} serialized Thrift structs (#{corpus_bytes / 10
       ["level", "Zlib MB/s", "ours MB/s", "speed-up", "Zlib ratio", "ours ratio"], level_rows)
 
 # ---------------------------------------------------------------------------------------------------------------
-# 3. Releasing the GVL: wall time per write with and without it, by input size.
+# 3. The deflate engines alone, in this process: what level 6 costs per byte on this CPU, with no pipe and no GC.
+#     Zlib::Deflate is the system zlib that Zlib::GzipWriter runs on; GzipWriter rows add CRC and the gzip framing.
+
+def engine_rate(data, nr)
+  chunk = ->(i) { data == :pattern ? PATTERN : RANDOM_BANK[i & 15] }
+  writers = {
+    "Zlib::Deflate (raw, system zlib #{Zlib.zlib_version})" => lambda {
+      z = Zlib::Deflate.new(6, -Zlib::MAX_WBITS)
+      nr.times { |i| z.deflate(chunk.(i)) }
+      z.finish
+    },
+    "Zlib::GzipWriter" => lambda {
+      gz = Zlib::GzipWriter.new(NullIO.new, 6)
+      nr.times { |i| gz.write(chunk.(i)) }
+      gz.close
+    },
+    "ThriftNative::GzipWriter (zlib-rs)" => lambda {
+      gz = ThriftNative::GzipWriter.new(NullIO.new, 6)
+      nr.times { |i| gz.write(chunk.(i)) }
+      gz.close
+    }
+  }
+  writers.transform_values do |run|
+    2.times.map do
+      t = Process.clock_gettime(Process::CLOCK_PROCESS_CPUTIME_ID)
+      run.()
+      Process.clock_gettime(Process::CLOCK_PROCESS_CPUTIME_ID) - t
+    end.min.then { |dt| nr * CHUNK / dt / 1e6 }
+  end
+end
+
+engine_rows = []
+RESULTS["engines"] = []
+[[:pattern, 8192], [:random, 1024]].each do |data, nr|
+  progress "engines: #{data} ... "
+  rates = engine_rate(data, nr)
+  progress "\n"
+  base = rates["Zlib::GzipWriter"]
+  rates.each do |name, mb_s|
+    RESULTS["engines"] << { "data" => data.to_s, "writes" => nr, "engine" => name, "mb_s" => mb_s }
+    engine_rows << [data, "#{nr} x 32 KiB", name, format("%.1f", mb_s), format("%.2fx", mb_s / base)]
+  end
+end
+table("Deflate engines alone, level 6, CPU time (best of 2), to a null sink",
+      ["data", "writes", "engine", "MB/s", "vs Zlib::GzipWriter"], engine_rows)
+
+# ---------------------------------------------------------------------------------------------------------------
+# 4. Releasing the GVL: wall time per write with and without it, by input size.
 
 def time_writes(size, data, threshold, reps)
   ThriftNative::GzipWriter.nogvl_threshold = threshold
