@@ -40,14 +40,17 @@ impl<'a, S> Wire<'a, S> {
 impl WireInput for Wire<'_, Input> {
     type Error = Error;
 
+    #[inline(always)]
     fn read_byte(&mut self) -> Result<u8, Error> {
         self.source.read_byte(self.ruby).map(|b| b as u8)
     }
 
+    #[inline(always)]
     fn read_array<const N: usize>(&mut self) -> Result<[u8; N], Error> {
         self.source.read_array(self.ruby)
     }
 
+    #[inline(always)]
     fn read_varint<R: VarintStep>(&mut self) -> Result<R::Output, Error> {
         self.source.read_varint::<R>(self.ruby)
     }
@@ -60,14 +63,17 @@ impl WireInput for Wire<'_, Input> {
 impl WireInput for Wire<'_, MemoryBuffer> {
     type Error = Error;
 
+    #[inline(always)]
     fn read_byte(&mut self) -> Result<u8, Error> {
         self.source.read_byte(self.ruby)
     }
 
+    #[inline(always)]
     fn read_array<const N: usize>(&mut self) -> Result<[u8; N], Error> {
         self.source.read_array(self.ruby)
     }
 
+    #[inline(always)]
     fn read_varint<R: VarintStep>(&mut self) -> Result<R::Output, Error> {
         self.source.read_varint::<R>(self.ruby)
     }

@@ -81,12 +81,14 @@ impl<'a> Reader<'a> {
 }
 
 /// An i32 size of a container or byte string; negative is NegativeSize.
+#[inline(always)]
 pub fn read_size<I: WireInput>(input: &mut I) -> Result<usize, I::Error> {
     let size = decode_i32(input.read_array()?);
     usize::try_from(size).map_err(|_| input.error(CoreError::NegativeSize))
 }
 
 /// A field header: the type byte, then (unless it is STOP) the i16 id.
+#[inline(always)]
 pub fn read_field_header<I: WireInput>(input: &mut I) -> Result<FieldHeader, I::Error> {
     let ttype = input.read_byte()? as i8;
     if ttype == 0 {
@@ -100,6 +102,7 @@ pub fn read_field_header<I: WireInput>(input: &mut I) -> Result<FieldHeader, I::
 }
 
 /// A map header: key type byte, value type byte, i32 size.
+#[inline(always)]
 pub fn read_map_header<I: WireInput>(input: &mut I) -> Result<MapHeader, I::Error> {
     let key = input.read_byte()? as i8;
     let value = input.read_byte()? as i8;
@@ -108,6 +111,7 @@ pub fn read_map_header<I: WireInput>(input: &mut I) -> Result<MapHeader, I::Erro
 }
 
 /// A list or set header: element type byte, i32 size.
+#[inline(always)]
 pub fn read_list_header<I: WireInput>(input: &mut I) -> Result<ListHeader, I::Error> {
     let element = input.read_byte()? as i8;
     let size = read_size(input)?;

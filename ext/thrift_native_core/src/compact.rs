@@ -214,6 +214,7 @@ pub fn field_header(compact_type: u8, id: i16, last: i64) -> ([u8; 4], usize) {
 
 /// A size (varint32) of a container or byte string; above INT32_MAX it is `limit`, the SIZE_LIMIT error of what
 /// is being read (ContainerSizeLimit or BinarySizeLimit).
+#[inline(always)]
 pub fn read_size<I: WireInput>(input: &mut I, limit: CoreError) -> Result<usize, I::Error> {
     let n = input.read_varint::<Varint32Reader>()?;
     if n > i32::MAX as u32 {
@@ -231,6 +232,7 @@ pub struct CompactField {
     pub bool_value: Option<bool>,
 }
 
+#[inline(always)]
 pub fn read_field_header<I: WireInput>(
     input: &mut I,
     last_field: &mut i64,
@@ -267,6 +269,7 @@ pub fn read_field_header<I: WireInput>(
 }
 
 /// A map header: the size, then (unless it is 0) one byte with the key and value compact types.
+#[inline(always)]
 pub fn read_map_header<I: WireInput>(input: &mut I) -> Result<MapHeader, I::Error> {
     let size = read_size(input, CoreError::ContainerSizeLimit)?;
     let types = if size == 0 { 0 } else { input.read_byte()? };
@@ -280,6 +283,7 @@ pub fn read_map_header<I: WireInput>(input: &mut I) -> Result<MapHeader, I::Erro
 }
 
 /// A list or set header: one byte with the size (15: a varint follows) and the element's compact type.
+#[inline(always)]
 pub fn read_list_header<I: WireInput>(input: &mut I) -> Result<ListHeader, I::Error> {
     let byte = input.read_byte()?;
     let mut size = usize::from(byte >> 4);
