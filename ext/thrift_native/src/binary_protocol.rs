@@ -191,7 +191,7 @@ fn read_i32_from(ruby: &Ruby, input: &mut Input) -> Result<i32, Error> {
 }
 
 fn read_size_from(ruby: &Ruby, input: &mut Input) -> Result<usize, Error> {
-    usize::try_from(read_i32_from(ruby, input)?).map_err(|_| errors::negative_size())
+    binary::read_size(&mut Wire::new(ruby, input))
 }
 
 fn read_message_begin(ruby: &Ruby, rb_self: Value) -> Result<magnus::RArray, Error> {
