@@ -1051,12 +1051,8 @@ impl Writer {
             Some((Encoding::Compact, out)) => {
                 let ec =
                     compact_codec::compact_type_of(e).map_err(|e| errors::from_core(ruby, e))?;
-                if size <= 14 {
-                    out.push(((size as u8) << 4) | ec);
-                } else {
-                    out.push(0xF0 | ec);
-                    out.extend_from_slice(compact_codec::Varint::new(size as u64).as_bytes());
-                }
+                let (header, n) = compact_codec::list_header(ec, size as u32);
+                out.extend_from_slice(&header[..n]);
                 Ok(())
             }
             None => self.call(method, &[int(e), int(size as i64)]),

@@ -1,9 +1,9 @@
 //! Field and container headers of both encodings, read from any byte source.
 //!
 //! The source is a byte slice ([`binary::Reader`](crate::binary::Reader)) in the core's own decoder, its tests and
-//! the fuzz targets, and a `MemoryBufferTransport`'s buffer in the Ruby binding's struct codec. Both go through the
-//! functions of `binary` and `compact` that take a [`WireInput`], so the headers the fuzzers check are read by the
-//! same code that decodes Ruby's structs.
+//! the fuzz targets; in the Ruby binding it is a `MemoryBufferTransport`'s buffer or a transport's Ruby methods
+//! (the protocols' `read_*_begin` and the struct codec). All go through the functions of `binary` and `compact` that
+//! take a [`WireInput`], so the headers the fuzzers check are read by the same code that decodes Ruby's structs.
 
 use crate::compact::VarintStep;
 use crate::CoreError;
