@@ -11,26 +11,7 @@ CodecTypes.load!
 # process, so every result here is checked exactly. GC_THREADS_SCALE multiplies the sizes (bin/stress raises it).
 RSpec.describe "GC and threads" do
   SCALE = Integer(ENV.fetch("GC_THREADS_SCALE", "1"))
-  GC_RUNNER = File.expand_path("support/struct_runner.rb", __dir__)
   PROTOCOLS = { "binary" => Thrift::BinaryProtocolAccelerated, "compact" => Thrift::CompactProtocol }.freeze
-
-  # The bytes the C accelerator writes for the first `count` samples of `seed` (struct_runner's write mode).
-  def c_bytes(protocol, seed, count)
-    out, err, status = Open3.capture3({ "PROTOCOL" => protocol }, RbConfig.ruby, GC_RUNNER, "c", "write", seed.to_s,
-                                      count.to_s, binmode: true)
-    raise "struct runner failed: #{err}" unless status.success?
-
-    Marshal.load(out)
-  end
-
-  # The C accelerator's bytes for these objects (struct_runner's encode mode).
-  def c_encode(protocol, objects)
-    out, err, status = Open3.capture3({ "PROTOCOL" => protocol }, RbConfig.ruby, GC_RUNNER, "c", "encode",
-                                      stdin_data: Marshal.dump(objects), binmode: true)
-    raise "struct runner failed: #{err}" unless status.success?
-
-    Marshal.load(out)
-  end
 
   # Small Everything instances: scalars, a union, a few short containers of every shape, a nested child.
   def small_objects(count)
@@ -84,13 +65,13 @@ RSpec.describe "GC and threads" do
   PROTOCOLS.each do |name, klass|
     context "with the #{name} protocol" do
       let(:count) { 2 * SCALE }
-      let(:expected) { c_bytes(name, 31, count) }
+      let(:expected) { StructRuns.run("c", name, "write", 31, count) }
       let(:objects) { samples(31, count) }
 
       it "encodes and decodes exactly under GC.stress, on both paths" do
         # GC.stress collects at every allocation: small structs that still hold every kind of field.
         objects = small_objects(SCALE)
-        expected = c_encode(name, objects)
+        expected = StructRuns.run("c", name, "encode", input: objects)
         expect(expected.map(&:bytesize)).to all(be > 40)
         results = nil
         begin
@@ -167,7 +148,7 @@ RSpec.describe "GC and threads" do
   it "gives exact results with 8 threads each using its own protocols, transports and writer" do
     seeds = (40...48).to_a
     per = 3 * SCALE
-    expected = PROTOCOLS.keys.to_h { |name| [name, seeds.to_h { |s| [s, c_bytes(name, s, per)] }] }
+    expected = PROTOCOLS.keys.to_h { |name| [name, seeds.to_h { |s| [s, StructRuns.run("c", name, "write", s, per)] }] }
     objects = seeds.to_h { |s| [s, samples(s, per)] }
     chunks = seeds.to_h { |s| [s, gzip_chunks(s, 20)] }
     gz_want = seeds.to_h { |s| [s, gzip(chunks[s])] }

@@ -12,30 +12,12 @@ CodecTypes.load!
 # and reads compact varints without bounds; thrift_native follows master, so where it raises one of master's
 # errors below, 0.14 may decode something or fail differently.
 RSpec.describe "Malformed input" do
-  RUNNER = File.expand_path("support/struct_runner.rb", __dir__)
   MUTATIONS = Integer(ENV.fetch("MALFORMED_MUTATIONS", "1000"))
   # Master's checks, which 0.14's C accelerator does not make: after these, 0.14 may decode anything or fail otherwise.
   MASTER_ONLY = Regexp.union("Negative size", "Variable-length int over 5 bytes.", "Variable-length int over 10 bytes.",
                              "Variable-length int overflows uint32.", "Container size limit exceeded",
                              "Binary size limit exceeded")
   HUGE = 0x7fff_ffff
-
-  def runner(accelerator, protocol, *args, input:, dispatch: false)
-    env = { "PROTOCOL" => protocol, "DISPATCH" => (dispatch ? "1" : nil) }
-    out, err, status = Open3.capture3(env, RbConfig.ruby, RUNNER, accelerator, *args.map(&:to_s),
-                                      stdin_data: Marshal.dump(input), binmode: true)
-    raise "struct runner (#{accelerator} #{args.join(" ")}) crashed or failed (#{status}): #{err}" unless status.success?
-
-    Marshal.load(out)
-  end
-
-  def valid_payloads(protocol, seed, count)
-    out, err, status = Open3.capture3({ "PROTOCOL" => protocol }, RbConfig.ruby, RUNNER, "ours", "write", seed.to_s,
-                                      count.to_s, binmode: true)
-    raise "struct runner write failed: #{err}" unless status.success?
-
-    Marshal.load(out)
-  end
 
   def varint(n)
     bytes = []
@@ -118,14 +100,14 @@ RSpec.describe "Malformed input" do
   %w[binary compact].each do |protocol|
     context "with the #{protocol} protocol" do
       it "decodes #{MUTATIONS} mutated payloads like the C accelerator, on both paths, without crashing" do
-        valid = valid_payloads(protocol, 606, 20)
+        valid = StructRuns.run("ours", protocol, "write", 606, 20)
         r = Random.new(protocol == "binary" ? 11 : 12)
         kinds, mutated = Array.new(MUTATIONS) { mutate(protocol, valid[r.rand(valid.size)], r) }.transpose
-        ours = runner("ours", protocol, "read", "Everything", input: mutated)
-        c = runner("c", protocol, "read", "Everything", input: mutated)
+        ours = StructRuns.run("ours", protocol, "read", "Everything", input: mutated)
+        c = StructRuns.run("c", protocol, "read", "Everything", input: mutated)
         expect(ours.size).to eq(MUTATIONS)
         # The dispatch path (a protocol subclass) gives exactly the fast path's outcomes, messages included.
-        ours_dispatch = runner("ours", protocol, "read", "Everything", input: mutated, dispatch: true)
+        ours_dispatch = StructRuns.run("ours", protocol, "read", "Everything", input: mutated, dispatch: true)
         ours.zip(ours_dispatch, mutated).each do |fast, slow, input|
           expect(slow).to eq(fast), "input #{input.unpack1("H*")}: fast #{fast.inspect[0, 300]} vs dispatch #{slow.inspect[0, 300]}"
         end
@@ -184,8 +166,8 @@ RSpec.describe "Malformed input" do
   %w[binary compact].each do |protocol|
     it "keeps memory bounded by the input when a #{protocol} payload declares 2 GB strings and containers" do
       huge_declarations(protocol).each do |klass, inputs|
-        ours, rss_kb, vm_kb = runner("ours", protocol, "read-rss", klass, input: inputs)
-        c = runner("c", protocol, "read", klass, input: inputs)
+        ours, rss_kb, vm_kb = StructRuns.run("ours", protocol, "read-rss", klass, input: inputs)
+        c = StructRuns.run("c", protocol, "read", klass, input: inputs)
         ours.zip(c, inputs).each do |o, cc, input|
           expect(o).to be_a(Array), "#{klass} #{input.unpack1("H*")} decoded: #{o}"
           verdict(o, cc, input)

@@ -5,6 +5,7 @@ require "thrift_native"
 require "rbconfig"
 require "open3"
 require_relative "support/custom_transport"
+require_relative "support/struct_runs"
 
 module SpecSupport
   # Objects allocated by one run of the block, measured after a first (warm-up) run has filled Ruby's call caches.

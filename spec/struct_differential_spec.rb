@@ -3,14 +3,8 @@
 # Struct encoding and decoding by pure Ruby, the installed C accelerator (Debian's thrift 0.14) and thrift_native,
 # each in its own process, over the same random instances of every type.
 RSpec.describe "Struct read/write, differentially" do
-  STRUCT_RUNNER = File.expand_path("support/struct_runner.rb", __dir__)
-
   def runner(accelerator, *args, input: nil)
-    out, err, status = Open3.capture3({ "PROTOCOL" => protocol }, RbConfig.ruby, STRUCT_RUNNER, accelerator, *args.map(&:to_s),
-                                      stdin_data: input ? Marshal.dump(input) : "", binmode: true)
-    raise "struct runner (#{accelerator} #{args.join(" ")}) failed: #{err}" unless status.success?
-
-    Marshal.load(out)
+    StructRuns.run(accelerator, protocol, *args, input: input)
   end
 
   %w[binary compact].each do |protocol_name|
