@@ -10,8 +10,7 @@ use magnus::rb_sys::AsRawValue;
 use magnus::{Error, RArray, RClass, RString, Ruby, TryConvert, Value};
 use rb_sys::VALUE;
 use thrift_native_core::compact::{
-    self, compact_type_of, ctype, thrift_type_of, unzigzag32, unzigzag64, zigzag32, zigzag64,
-    Varint32Reader, Varint64Reader,
+    self, compact_type_of, ctype, thrift_type_of, zigzag32, zigzag64, Varint32Reader,
 };
 use thrift_native_core::{ttype, CoreError};
 
@@ -307,9 +306,8 @@ fn read_size(ruby: &Ruby, input: &mut Input, limit: CoreError) -> Result<usize, 
     compact::read_size(&mut Wire::new(ruby, input), limit)
 }
 
-/// `read_i16` as the C accelerator: the zigzag varint32 truncated to 16 bits.
 fn read_i16_from(ruby: &Ruby, input: &mut Input) -> Result<i16, Error> {
-    Ok(unzigzag32(read_varint32(ruby, input)?) as i16)
+    compact::read_i16(&mut Wire::new(ruby, input))
 }
 
 fn read_message_begin(ruby: &Ruby, rb_self: Value) -> Result<RArray, Error> {
@@ -404,12 +402,12 @@ fn read_i16(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
 }
 
 fn read_i32(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
-    let n = unzigzag32(read_varint32(ruby, &mut input(rb_self))?);
+    let n = compact::read_i32(&mut Wire::new(ruby, &mut input(rb_self)))?;
     Ok(int(n.into()))
 }
 
 fn read_i64(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
-    let n = unzigzag64(input(rb_self).read_varint::<Varint64Reader>(ruby)?);
+    let n = compact::read_i64(&mut Wire::new(ruby, &mut input(rb_self)))?;
     Ok(int(n))
 }
 

@@ -20,7 +20,7 @@ use magnus::rb_sys::{protect, AsRawValue, FromRawId, FromRawValue};
 use magnus::value::Id;
 use magnus::{Error, RModule, Ruby, TryConvert, Value};
 use rb_sys::{ID, VALUE};
-use thrift_native_core::compact::{self as compact_codec, Varint32Reader, Varint64Reader};
+use thrift_native_core::compact::{self as compact_codec};
 use thrift_native_core::{binary, ttype, uuid, CoreError};
 
 use crate::field_plan::{plan_for, ClassPlan, FieldPlan, TypeInfo, TypePlan};
@@ -380,16 +380,14 @@ impl Reader {
                 }
                 TypePlan::Byte => rb::integer((buffer.read_byte(ruby)? as i8).into()),
                 TypePlan::I16 => {
-                    let n = compact_codec::unzigzag32(buffer.read_varint::<Varint32Reader>(ruby)?)
-                        as i16;
-                    rb::integer(n.into())
+                    rb::integer(compact_codec::read_i16(&mut Wire::new(ruby, buffer))?.into())
                 }
-                TypePlan::I32 => rb::integer(
-                    compact_codec::unzigzag32(buffer.read_varint::<Varint32Reader>(ruby)?).into(),
-                ),
-                TypePlan::I64 => rb::integer(compact_codec::unzigzag64(
-                    buffer.read_varint::<Varint64Reader>(ruby)?,
-                )),
+                TypePlan::I32 => {
+                    rb::integer(compact_codec::read_i32(&mut Wire::new(ruby, buffer))?.into())
+                }
+                TypePlan::I64 => {
+                    rb::integer(compact_codec::read_i64(&mut Wire::new(ruby, buffer))?)
+                }
                 TypePlan::Double => {
                     rb::float(compact_codec::decode_double(buffer.read_array(ruby)?))
                 }

@@ -75,8 +75,7 @@ impl<'a> Reader<'a> {
 
     /// An i32 length that must not be negative, as read by `read_binary` and the container headers.
     pub fn read_size(&mut self) -> Result<usize, CoreError> {
-        let size = self.read_i32()?;
-        usize::try_from(size).map_err(|_| CoreError::NegativeSize)
+        read_size(self)
     }
 }
 

@@ -223,6 +223,22 @@ pub fn read_size<I: WireInput>(input: &mut I, limit: CoreError) -> Result<usize,
     Ok(n as usize)
 }
 
+/// `read_i16` as the C accelerator reads it: the zigzag varint32 truncated to 16 bits.
+#[inline(always)]
+pub fn read_i16<I: WireInput>(input: &mut I) -> Result<i16, I::Error> {
+    Ok(unzigzag32(input.read_varint::<Varint32Reader>()?) as i16)
+}
+
+#[inline(always)]
+pub fn read_i32<I: WireInput>(input: &mut I) -> Result<i32, I::Error> {
+    Ok(unzigzag32(input.read_varint::<Varint32Reader>()?))
+}
+
+#[inline(always)]
+pub fn read_i64<I: WireInput>(input: &mut I) -> Result<i64, I::Error> {
+    Ok(unzigzag64(input.read_varint::<Varint64Reader>()?))
+}
+
 /// A field header as the compact protocol reads it, with the id of the previous field of the same struct in
 /// `last_field` (updated here).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -247,8 +263,7 @@ pub fn read_field_header<I: WireInput>(
     }
     let delta = i64::from(byte >> 4);
     let id = if delta == 0 {
-        // As the C accelerator's read_i16: the zigzag varint truncated to 16 bits.
-        i64::from(unzigzag32(input.read_varint::<Varint32Reader>()?) as i16)
+        i64::from(read_i16(input)?)
     } else {
         *last_field + delta
     };

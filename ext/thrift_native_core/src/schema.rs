@@ -8,7 +8,7 @@
 //! values in both encodings.
 
 use crate::binary::{self, Reader};
-use crate::compact::{self, ctype, Varint32Reader, Varint64Reader};
+use crate::compact::{self, ctype};
 use crate::wire::{FieldHeader, ListHeader, MapHeader, WireInput};
 use crate::{ttype, CoreError};
 
@@ -289,17 +289,13 @@ impl Protocol for CompactIn<'_> {
         self.input.read_i8()
     }
     fn i16(&mut self) -> Result<i16, CoreError> {
-        Ok(compact::unzigzag32(self.input.read_varint::<Varint32Reader>()?) as i16)
+        compact::read_i16(&mut self.input)
     }
     fn i32(&mut self) -> Result<i32, CoreError> {
-        Ok(compact::unzigzag32(
-            self.input.read_varint::<Varint32Reader>()?,
-        ))
+        compact::read_i32(&mut self.input)
     }
     fn i64(&mut self) -> Result<i64, CoreError> {
-        Ok(compact::unzigzag64(
-            self.input.read_varint::<Varint64Reader>()?,
-        ))
+        compact::read_i64(&mut self.input)
     }
     fn double(&mut self) -> Result<f64, CoreError> {
         Ok(compact::decode_double(self.input.read_array()?))
