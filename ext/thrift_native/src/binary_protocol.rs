@@ -8,12 +8,13 @@ use rb_sys::VALUE;
 use thrift_native_core::binary;
 
 use crate::ivars::IvarSlot;
+use crate::names::{IVAR_STRICT_READ, IVAR_STRICT_WRITE, IVAR_TRANS};
 use crate::protocol::{
     checked_byte, checked_i16, checked_i32, checked_i64, checked_size, float_value, not_nil,
     reset_message_size_if_asked, string_length, uuid_bytes, Pending,
 };
-use crate::thrift::{ids, thrift};
-use crate::transport::{value, Input, Output, Wire};
+use crate::thrift::thrift;
+use crate::transport::{Input, Output, Wire};
 use crate::{bytes, errors, rb, registry};
 
 const STRING_TOO_LONG: &str = "string too long";
@@ -76,7 +77,7 @@ fn write_message_begin(
     seqid: Value,
 ) -> Result<(), Error> {
     let out = output(rb_self);
-    let strict_write = rb::ivar_get(rb_self.as_raw(), ids().strict_write);
+    let strict_write = rb::ivar_get(rb_self.as_raw(), IVAR_STRICT_WRITE.get());
     if strict_write == rb::QTRUE {
         let mtype = checked_byte(ruby, mtype)?;
         let version = (thrift().version_1 as u32 as i32) | i32::from(mtype);
@@ -173,7 +174,8 @@ fn write_binary(ruby: &Ruby, rb_self: Value, b: Value) -> Result<(), Error> {
     not_nil(ruby, b)?;
     let out = output(rb_self);
     let buf = bytes::force_binary_encoding(b.as_raw())?;
-    let buf = magnus::RString::try_convert(value(buf))?.as_raw();
+    // SAFETY: the argument or its binary copy, on this stack.
+    let buf = magnus::RString::try_convert(unsafe { rb::value(buf) })?.as_raw();
     let len = string_length(ruby, buf, STRING_TOO_LONG)?;
     out.write(&binary::encode_i32(len))?;
     out.write_string_object(buf)
@@ -211,7 +213,7 @@ fn read_message_begin(ruby: &Ruby, rb_self: Value) -> Result<magnus::RArray, Err
         let len = read_size_from(ruby, &mut input)?;
         (input.read_utf8(ruby, len)?, mtype)
     } else {
-        if rb::ivar_get(this, ids().strict_read) == rb::QTRUE {
+        if rb::ivar_get(this, IVAR_STRICT_READ.get()) == rb::QTRUE {
             return Err(errors::protocol(
                 t.codes.bad_version,
                 "No version identifier, old protocol client?",
@@ -221,37 +223,32 @@ fn read_message_begin(ruby: &Ruby, rb_self: Value) -> Result<magnus::RArray, Err
         (name, i64::from(input.read_byte(ruby)?))
     };
     let seqid = read_i32_from(ruby, &mut input)?;
-    Ok(ruby.ary_new_from_values(&[
-        value(name),
-        value(rb::integer(mtype)),
-        value(rb::integer(seqid.into())),
-    ]))
+    // SAFETY: a String just read, on this stack.
+    let name = unsafe { rb::value(name) };
+    Ok(ruby.ary_new_from_values(&[name, rb::int(mtype), rb::int(seqid.into())]))
 }
 
 fn read_field_begin(ruby: &Ruby, rb_self: Value) -> Result<magnus::RArray, Error> {
     let f = binary::read_field_header(&mut Wire::new(ruby, &mut input(rb_self)))?;
     Ok(ruby.ary_new_from_values(&[
         ruby.qnil().as_value(),
-        value(rb::integer(f.ttype.into())),
-        value(rb::integer(f.id)),
+        rb::int(f.ttype.into()),
+        rb::int(f.id),
     ]))
 }
 
 fn read_map_begin(ruby: &Ruby, rb_self: Value) -> Result<magnus::RArray, Error> {
     let h = binary::read_map_header(&mut Wire::new(ruby, &mut input(rb_self)))?;
     Ok(ruby.ary_new_from_values(&[
-        value(rb::integer(h.key.into())),
-        value(rb::integer(h.value.into())),
-        value(rb::integer(h.size as i64)),
+        rb::int(h.key.into()),
+        rb::int(h.value.into()),
+        rb::int(h.size as i64),
     ]))
 }
 
 fn read_list_begin(ruby: &Ruby, rb_self: Value) -> Result<magnus::RArray, Error> {
     let h = binary::read_list_header(&mut Wire::new(ruby, &mut input(rb_self)))?;
-    Ok(ruby.ary_new_from_values(&[
-        value(rb::integer(h.element.into())),
-        value(rb::integer(h.size as i64)),
-    ]))
+    Ok(ruby.ary_new_from_values(&[rb::int(h.element.into()), rb::int(h.size as i64)]))
 }
 
 fn read_bool(ruby: &Ruby, rb_self: Value) -> Result<bool, Error> {
@@ -260,57 +257,64 @@ fn read_bool(ruby: &Ruby, rb_self: Value) -> Result<bool, Error> {
 
 fn read_byte(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
     let b = input(rb_self).read_byte(ruby)?;
-    Ok(value(rb::integer(b.into())))
+    Ok(rb::int(b.into()))
 }
 
 fn read_i16(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
     let n = binary::decode_i16(input(rb_self).read_array(ruby)?);
-    Ok(value(rb::integer(n.into())))
+    Ok(rb::int(n.into()))
 }
 
 fn read_i32(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
     let n = read_i32_from(ruby, &mut input(rb_self))?;
-    Ok(value(rb::integer(n.into())))
+    Ok(rb::int(n.into()))
 }
 
 fn read_i64(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
     let n = binary::decode_i64(input(rb_self).read_array(ruby)?);
-    Ok(value(rb::integer(n)))
+    Ok(rb::int(n))
 }
 
 fn read_double(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
     let f = binary::decode_double(input(rb_self).read_array(ruby)?);
-    Ok(value(rb::float(f)))
+    Ok(rb::float_value(f))
 }
 
 fn read_binary(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
     let mut input = input(rb_self);
     let len = read_size_from(ruby, &mut input)?;
-    input.read_all(ruby, len).map(value)
+    let s = input.read_all(ruby, len)?;
+    // SAFETY: a String just read, on this stack.
+    Ok(unsafe { rb::value(s) })
 }
 
 fn read_string(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
     let mut input = input(rb_self);
     let len = read_size_from(ruby, &mut input)?;
-    input.read_utf8(ruby, len).map(value)
+    let s = input.read_utf8(ruby, len)?;
+    // SAFETY: a String just read, on this stack.
+    Ok(unsafe { rb::value(s) })
 }
 
 fn read_uuid(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
-    input(rb_self).read_uuid(ruby).map(value)
+    let s = input(rb_self).read_uuid(ruby)?;
+    // SAFETY: a String just read, on this stack.
+    Ok(unsafe { rb::value(s) })
 }
 
 pub fn init(ruby: &Ruby) -> Result<(), Error> {
     let t = thrift();
-    let thrift_module = magnus::RModule::from_value(value(t.module)).expect("Thrift is a module");
-    let superclass =
-        RClass::from_value(value(t.binary_protocol)).expect("BinaryProtocol is a class");
+    // SAFETY: Thrift and Thrift::BinaryProtocol are pinned at load time.
+    let (module, superclass) = unsafe { (rb::value(t.module), rb::value(t.binary_protocol)) };
+    let thrift_module = magnus::RModule::from_value(module).expect("Thrift is a module");
+    let superclass = RClass::from_value(superclass).expect("BinaryProtocol is a class");
     let class = thrift_module.define_class("BinaryProtocolAccelerated", superclass)?;
     rb::pin_forever(class.as_raw());
     CLASS.store(
         class.as_raw() as usize,
         std::sync::atomic::Ordering::Relaxed,
     );
-    TRANS.configure(class.as_raw(), ids().trans);
+    TRANS.configure(class.as_raw(), IVAR_TRANS.get());
 
     macro_rules! def {
         ($name:expr, $m:expr) => {

@@ -1,13 +1,13 @@
 //! String encoding helpers with `Thrift::Bytes` semantics, native where the C accelerator is native.
 
-use magnus::prelude::*;
-use magnus::rb_sys::{protect, AsRawValue, FromRawValue};
-use magnus::{Error, Value};
+use magnus::rb_sys::protect;
+use magnus::Error;
 use rb_sys::stable_api::{get_default, StableApiDefinition};
 use rb_sys::VALUE;
 
-use crate::rb;
-use crate::thrift::{ids, thrift};
+use crate::names::{CONVERT_TO_STRING, CONVERT_TO_UTF8_BYTE_BUFFER, FORCE_BINARY_ENCODING};
+use crate::rb::{self, StaticId};
+use crate::thrift::thrift;
 
 /// Ruby's fixed index of ASCII-8BIT (RUBY_ENCINDEX_ASCII_8BIT).
 const ENCINDEX_BINARY: i32 = 0;
@@ -31,21 +31,16 @@ pub fn is_utf8_string(s: VALUE) -> bool {
     rb::is_string(s) && encoding_index(s) == ENCINDEX_UTF_8
 }
 
-fn call_bytes(method: rb_sys::ID, arg: VALUE) -> Result<VALUE, Error> {
-    // SAFETY: Thrift::Bytes is pinned; the call is protected.
-    let bytes = unsafe { Value::from_raw(thrift().bytes) };
-    let arg = unsafe { Value::from_raw(arg) };
-    let method = unsafe { <magnus::value::Id as magnus::rb_sys::FromRawId>::from_raw(method) };
-    bytes
-        .funcall::<_, _, Value>(method, (arg,))
-        .map(|v| v.as_raw())
+/// `Thrift::Bytes.method(arg)`.
+fn call_bytes(method: &StaticId, arg: VALUE) -> Result<VALUE, Error> {
+    rb::funcall(thrift().bytes, method.get(), &[arg])
 }
 
 /// The C accelerator's `force_binary_encoding`: a BINARY String is returned as is; another String is re-tagged
 /// BINARY in place (a frozen one is dup'ed first); anything else goes to `Thrift::Bytes.force_binary_encoding`.
 pub fn force_binary_encoding(v: VALUE) -> Result<VALUE, Error> {
     if !rb::is_string(v) {
-        return call_bytes(ids().force_binary_encoding, v);
+        return call_bytes(&FORCE_BINARY_ENCODING, v);
     }
     if encoding_index(v) == ENCINDEX_BINARY {
         return Ok(v);
@@ -68,16 +63,16 @@ pub fn utf8_bytes_of(v: VALUE) -> Result<VALUE, Error> {
         // Same bytes as Ruby's `dup.force_encoding(BINARY)`, without the copy: the caller only reads them.
         return Ok(v);
     }
-    call_bytes(ids().convert_to_utf8_byte_buffer, v)
+    call_bytes(&CONVERT_TO_UTF8_BYTE_BUFFER, v)
 }
 
 /// `Thrift::Bytes.convert_to_utf8_byte_buffer(s)`: a BINARY copy of the UTF-8 bytes (what the dispatch path hands
 /// to `trans.write`, so the caller's String is never re-tagged by a transport).
 pub fn convert_to_utf8_byte_buffer(v: VALUE) -> Result<VALUE, Error> {
-    call_bytes(ids().convert_to_utf8_byte_buffer, v)
+    call_bytes(&CONVERT_TO_UTF8_BYTE_BUFFER, v)
 }
 
 /// `Thrift::Bytes.convert_to_string(b)`: a dup tagged UTF-8, not validated.
 pub fn convert_to_string(v: VALUE) -> Result<VALUE, Error> {
-    call_bytes(ids().convert_to_string, v)
+    call_bytes(&CONVERT_TO_STRING, v)
 }

@@ -15,12 +15,14 @@ use thrift_native_core::compact::{
 use thrift_native_core::{ttype, CoreError};
 
 use crate::ivars::IvarSlot;
+use crate::names::{IVAR_BOOLEAN_FIELD, IVAR_BOOL_VALUE, IVAR_LAST_FIELD, IVAR_TRANS};
 use crate::protocol::{
     checked_byte, checked_i16, checked_i32, checked_i64, checked_size, float_value, not_nil,
-    num2int, reset_message_size_if_asked, string_length, uuid_bytes, Pending,
+    reset_message_size_if_asked, string_length, uuid_bytes, Pending,
 };
-use crate::thrift::{ids, thrift};
-use crate::transport::{value, Input, Output, Wire};
+use crate::rb::num2int;
+use crate::thrift::thrift;
+use crate::transport::{Input, Output, Wire};
 use crate::{bytes, errors, rb, registry};
 
 /// Ivars of exact CompactProtocol instances.
@@ -52,12 +54,10 @@ fn compact_type(ruby: &Ruby, t: Value) -> Result<u8, Error> {
 
 fn thrift_type(ruby: &Ruby, c: u8) -> Result<Value, Error> {
     let t = thrift_type_of(c).map_err(|e| core_error(ruby, e))?;
-    Ok(value(rb::integer(t.into())))
+    Ok(rb::int(t.into()))
 }
 
-fn int(n: i64) -> Value {
-    value(rb::integer(n))
-}
+use crate::rb::int;
 
 /// Sets an ivar through its slot when the value is an immediate and the protocol is not frozen, else as Ruby does.
 pub fn set_ivar(this: VALUE, slot: &IvarSlot, id: rb_sys::ID, v: VALUE) -> Result<(), Error> {
@@ -76,7 +76,8 @@ fn field_stack(this: VALUE) -> Result<VALUE, Error> {
     if rb::is_array(stack) {
         return Ok(stack);
     }
-    RArray::try_convert(value(stack)).map(|a| a.as_raw())
+    // SAFETY: an ivar of the protocol, which is on the caller's stack.
+    RArray::try_convert(unsafe { rb::value(stack) }).map(|a| a.as_raw())
 }
 
 fn push_field_id(this: VALUE, id: VALUE) -> Result<(), Error> {
@@ -135,7 +136,8 @@ fn write_string_to(ruby: &Ruby, out: Output, s: Value) -> Result<(), Error> {
         Output::Buffer(_) => bytes::utf8_bytes_of(raw)?,
         Output::Transport(_) => bytes::convert_to_utf8_byte_buffer(raw)?,
     };
-    let converted = RString::try_convert(value(converted))?.as_raw();
+    // SAFETY: the argument or its converted copy, on this stack.
+    let converted = RString::try_convert(unsafe { rb::value(converted) })?.as_raw();
     write_bytes_with_length(ruby, out, converted)
 }
 
@@ -182,7 +184,7 @@ fn write_field_begin(
     if num2int(ftype.as_raw())? == i32::from(ttype::BOOL) {
         // The header waits for write_bool, which packs the value into it.
         let pending = ruby.ary_new_from_values(&[ftype, id]);
-        return rb::ivar_set(this, ids().boolean_field, pending.as_raw());
+        return rb::ivar_set(this, IVAR_BOOLEAN_FIELD.get(), pending.as_raw());
     }
     let compact_type = compact_type(ruby, ftype)?;
     let mut p = Pending::new(output(rb_self));
@@ -239,13 +241,15 @@ fn write_bool(ruby: &Ruby, rb_self: Value, b: Value) -> Result<(), Error> {
         return output(rb_self).write(&[compact_type]);
     }
     // @boolean_field is [type, id], set by write_field_begin.
-    let field = RArray::try_convert(value(field))?.as_raw();
-    // SAFETY: `field` is an Array.
+    // SAFETY: an ivar of the protocol, which is on this stack.
+    let field = RArray::try_convert(unsafe { rb::value(field) })?.as_raw();
+    // SAFETY: `field` is an Array; its element is held by it.
     let id_value = unsafe { rb::ary_entry(field, 1) };
-    let id = checked_i16(ruby, not_nil(ruby, value(id_value))?)?;
+    // SAFETY: an element of `field`, which is on this stack.
+    let id = checked_i16(ruby, not_nil(ruby, unsafe { rb::value(id_value) })?)?;
     let mut p = Pending::new(output(rb_self));
     write_field_header(&mut p, this, compact_type, id, id_value)?;
-    set_ivar(this, &BOOLEAN_FIELD, ids().boolean_field, rb::QNIL)
+    set_ivar(this, &BOOLEAN_FIELD, IVAR_BOOLEAN_FIELD.get(), rb::QNIL)
 }
 
 fn write_byte(ruby: &Ruby, rb_self: Value, v: Value) -> Result<(), Error> {
@@ -286,7 +290,8 @@ fn write_string(ruby: &Ruby, rb_self: Value, s: Value) -> Result<(), Error> {
 /// `force_binary_encoding(b)` (in place; nil raises NoMethodError in Thrift::Bytes), then its length and bytes.
 fn write_binary(ruby: &Ruby, rb_self: Value, b: Value) -> Result<(), Error> {
     let buf = bytes::force_binary_encoding(b.as_raw())?;
-    let buf = RString::try_convert(value(buf))?.as_raw();
+    // SAFETY: the argument or its binary copy, on this stack.
+    let buf = RString::try_convert(unsafe { rb::value(buf) })?.as_raw();
     write_bytes_with_length(ruby, output(rb_self), buf)
 }
 
@@ -334,7 +339,9 @@ fn read_message_begin(ruby: &Ruby, rb_self: Value) -> Result<RArray, Error> {
     let seqid = read_varint32(ruby, &mut input)? as i32;
     let len = read_size(ruby, &mut input, CoreError::BinarySizeLimit)?;
     let name = input.read_utf8(ruby, len)?;
-    Ok(ruby.ary_new_from_values(&[value(name), int(mtype), int(seqid.into())]))
+    // SAFETY: a String just read, on this stack.
+    let name = unsafe { rb::value(name) };
+    Ok(ruby.ary_new_from_values(&[name, int(mtype), int(seqid.into())]))
 }
 
 fn read_struct_begin(rb_self: Value) -> Result<(), Error> {
@@ -363,7 +370,7 @@ fn read_field_begin(ruby: &Ruby, rb_self: Value) -> Result<RArray, Error> {
         } else {
             rb::QFALSE
         };
-        set_ivar(this, &BOOL_VALUE, ids().bool_value, b)?;
+        set_ivar(this, &BOOL_VALUE, IVAR_BOOL_VALUE.get(), b)?;
     }
     push_field_id(this, rb::integer(id.into()))?;
     let t = thrift_type(ruby, compact_type)?;
@@ -384,8 +391,9 @@ fn read_bool(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
     let this = rb_self.as_raw();
     let pending = BOOL_VALUE.get(this);
     if !rb::is_nil(pending) {
-        set_ivar(this, &BOOL_VALUE, ids().bool_value, rb::QNIL)?;
-        return Ok(value(pending));
+        set_ivar(this, &BOOL_VALUE, IVAR_BOOL_VALUE.get(), rb::QNIL)?;
+        // SAFETY: the ivar's former value, held on this stack.
+        return Ok(unsafe { rb::value(pending) });
     }
     let b = input(rb_self).read_byte(ruby)?;
     Ok(ruby.into_value(b == ctype::BOOLEAN_TRUE as i8))
@@ -413,33 +421,40 @@ fn read_i64(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
 
 fn read_double(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
     let f = compact::decode_double(input(rb_self).read_array(ruby)?);
-    Ok(value(rb::float(f)))
+    Ok(rb::float_value(f))
 }
 
 fn read_binary(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
     let mut input = input(rb_self);
     let len = read_size(ruby, &mut input, CoreError::BinarySizeLimit)?;
-    input.read_all(ruby, len).map(value)
+    let s = input.read_all(ruby, len)?;
+    // SAFETY: a String just read, on this stack.
+    Ok(unsafe { rb::value(s) })
 }
 
 fn read_string(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
     let mut input = input(rb_self);
     let len = read_size(ruby, &mut input, CoreError::BinarySizeLimit)?;
-    input.read_utf8(ruby, len).map(value)
+    let s = input.read_utf8(ruby, len)?;
+    // SAFETY: a String just read, on this stack.
+    Ok(unsafe { rb::value(s) })
 }
 
 fn read_uuid(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
-    input(rb_self).read_uuid(ruby).map(value)
+    let s = input(rb_self).read_uuid(ruby)?;
+    // SAFETY: a String just read, on this stack.
+    Ok(unsafe { rb::value(s) })
 }
 
 pub fn init(ruby: &Ruby) -> Result<(), Error> {
     let t = thrift();
-    let class = RClass::from_value(value(t.compact_protocol)).expect("CompactProtocol is a class");
-    let ids = ids();
-    TRANS.configure(t.compact_protocol, ids.trans);
-    LAST_FIELD.configure(t.compact_protocol, ids.last_field);
-    BOOL_VALUE.configure(t.compact_protocol, ids.bool_value);
-    BOOLEAN_FIELD.configure(t.compact_protocol, ids.boolean_field);
+    // SAFETY: CompactProtocol is pinned at load time.
+    let class = RClass::from_value(unsafe { rb::value(t.compact_protocol) })
+        .expect("CompactProtocol is a class");
+    TRANS.configure(t.compact_protocol, IVAR_TRANS.get());
+    LAST_FIELD.configure(t.compact_protocol, IVAR_LAST_FIELD.get());
+    BOOL_VALUE.configure(t.compact_protocol, IVAR_BOOL_VALUE.get());
+    BOOLEAN_FIELD.configure(t.compact_protocol, IVAR_BOOLEAN_FIELD.get());
 
     macro_rules! def {
         ($name:expr, $m:expr) => {

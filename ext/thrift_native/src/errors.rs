@@ -1,7 +1,8 @@
-//! Every Ruby exception the extension raises, built in one place with the C accelerator's classes and messages.
+//! The exceptions of the thrift contract (ProtocolException and TransportException with their codes, the
+//! MemoryBufferTransport EOF, the argument checks' messages), and the mapping of every core error to its exception.
+//! Zlib's exceptions are built by the GzipWriter; Ruby's own (TypeError from a conversion, FrozenError) by Ruby.
 
 use magnus::prelude::*;
-use magnus::rb_sys::FromRawValue;
 use magnus::{Error, Ruby, Value};
 use thrift_native_core::CoreError;
 
@@ -13,7 +14,7 @@ pub const MEMORY_BUFFER_EOF: &str = "Not enough bytes remain in memory buffer";
 fn new_exception(class: rb_sys::VALUE, code: i64, message: &str) -> Error {
     let ruby = Ruby::get().expect("called from a Ruby thread");
     // SAFETY: `class` is a pinned exception class cached at load time.
-    let class = unsafe { Value::from_raw(class) };
+    let class = unsafe { crate::rb::value(class) };
     match class.funcall::<_, _, Value>("new", (code, ruby.str_new(message))) {
         Ok(exception) => Error::from(
             magnus::Exception::from_value(exception).expect("an Exception subclass's new"),
@@ -72,5 +73,16 @@ pub fn from_core(ruby: &Ruby, error: CoreError) -> Error {
         CoreError::ContainerSizeLimit | CoreError::BinarySizeLimit => {
             protocol(thrift().codes.size_limit, &error.to_string())
         }
+        CoreError::DepthLimit => protocol(thrift().codes.depth_limit, &error.to_string()),
+        CoreError::TooManyUnionFields | CoreError::InvalidUnionField | CoreError::InvalidData => {
+            protocol(thrift().codes.invalid_data, &error.to_string())
+        }
+        CoreError::UnknownReadType(_) | CoreError::UnknownWriteType(_) => {
+            Error::new(ruby.exception_not_imp_error(), error.to_string())
+        }
+        CoreError::MissingElementType | CoreError::MissingKeyOrValueType => {
+            Error::new(ruby.exception_arg_error(), error.to_string())
+        }
+        CoreError::Unencodable => Error::new(ruby.exception_type_error(), error.to_string()),
     }
 }

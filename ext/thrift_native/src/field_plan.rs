@@ -1,5 +1,6 @@
-//! Field plans: each struct or union class's `FIELDS` compiled once into what the struct codec needs (ivar IDs,
-//! wire types, binary flags, element types, defaults), so that reading and writing a struct does no Hash lookups.
+//! Field plans: each struct or union class's `FIELDS` compiled once into the core codec's definition (ids, wire
+//! types, binary flags, element types) and what the Ruby side keeps with it (ivar IDs, names, defaults), so that
+//! reading and writing a struct does no Hash lookups.
 //!
 //! Plans are built on first use, kept for the life of the process (there is one per class, and a class's FIELDS
 //! hardly ever changes), and rebuilt when the class's `FIELDS` constant is no longer the object the plan was built
@@ -9,58 +10,25 @@ use std::cell::UnsafeCell;
 use std::collections::HashMap;
 
 use magnus::prelude::*;
-use magnus::rb_sys::{protect, AsRawValue, FromRawValue};
+use magnus::rb_sys::{protect, AsRawValue};
 use magnus::{Error, RHash, Ruby, Value};
 use rb_sys::{ID, VALUE};
 
+use thrift_native_core::codec::{FieldDef, Kind, Scalar, StructDef, TypeDesc};
 use thrift_native_core::ttype;
 
+use crate::names::FIELDS;
 use crate::rb;
 use crate::thrift::thrift;
 
-/// What a field (or container element) holds, from its field info Hash.
-#[derive(Debug)]
-pub enum TypePlan {
-    Bool,
-    Byte,
-    I16,
-    I32,
-    I64,
-    Double,
-    /// STRING without `binary: true`: UTF-8 text.
-    String,
-    /// STRING with `binary: true`.
-    Binary,
-    Uuid,
-    /// A struct or union class (from `:class`); its own plan is looked up when used.
-    Struct {
-        class: VALUE,
-    },
-    /// `element` is None when the info lacks `:element` (every element is then skipped, as the C accelerator does).
-    List {
-        element: Option<Box<TypeInfo>>,
-    },
-    Set {
-        element: Option<Box<TypeInfo>>,
-    },
-    Map {
-        key: Option<Box<TypeInfo>>,
-        value: Option<Box<TypeInfo>>,
-    },
-    /// A type code the codec does not know; raises as the C accelerator does when reached.
-    Unknown,
-}
+/// A declared type; `Kind::Struct` holds the struct or union class (its own plan is looked up when used).
+pub type TypeInfo = TypeDesc<VALUE>;
+pub type FieldPlan = FieldDef<VALUE, RubyField>;
+pub type StructPlan = StructDef<VALUE, RubyField>;
 
-/// A type and its wire code (`:type`), for comparing with what the wire says.
+/// What the Ruby side keeps with each field, besides its id and type.
 #[derive(Debug)]
-pub struct TypeInfo {
-    pub code: i64,
-    pub plan: TypePlan,
-}
-
-#[derive(Debug)]
-pub struct FieldPlan {
-    pub id: i64,
+pub struct RubyField {
     /// The FIELDS key (an Integer), as passed to `write_field_begin` on the dispatch path.
     pub id_value: VALUE,
     /// The `:name` String, as passed to `write_field_begin` on the dispatch path.
@@ -69,7 +37,6 @@ pub struct FieldPlan {
     pub ivar: ID,
     /// `:name` as a Symbol (a union's `@setfield`).
     pub symbol: VALUE,
-    pub info: TypeInfo,
     /// `:default`, or nil.
     pub default: VALUE,
 }
@@ -79,28 +46,16 @@ pub struct ClassPlan {
     pub class: VALUE,
     /// The FIELDS Hash this plan was built from.
     pub fields_hash: VALUE,
-    pub is_union: bool,
     /// The class still uses Thrift::Struct's (or Thrift::Union's) own `initialize`, so a nested instance can be
     /// allocated and given its defaults without running Ruby code.
     pub plain_initialize: bool,
-    /// In FIELDS order (the order defaults are applied in).
-    pub fields: Vec<FieldPlan>,
-    /// Indices into `fields`, by ascending field id (the order fields are written in).
-    pub sorted: Vec<usize>,
     /// True when some field has a non-nil default.
     pub has_defaults: bool,
+    /// The fields (in FIELDS order, the order defaults are applied in) as the core's codec reads them.
+    pub def: StructPlan,
 }
 
 impl ClassPlan {
-    /// The field with wire id `id`.
-    #[inline]
-    pub fn field(&self, id: i64) -> Option<&FieldPlan> {
-        self.sorted
-            .binary_search_by(|&i| self.fields[i].id.cmp(&id))
-            .ok()
-            .map(|pos| &self.fields[self.sorted[pos]])
-    }
-
     fn mark(&self) {
         let mark = |v: VALUE| {
             if !rb::is_special_const(v) {
@@ -110,31 +65,30 @@ impl ClassPlan {
         };
         mark(self.class);
         mark(self.fields_hash);
-        for f in &self.fields {
-            for v in [f.id_value, f.name, f.symbol, f.default] {
+        for f in self.def.fields() {
+            let e = &f.extra;
+            for v in [e.id_value, e.name, e.symbol, e.default] {
                 mark(v);
             }
-            f.info.mark_with(&mark);
+            mark_type(&f.ty, &mark);
         }
     }
 }
 
-impl TypeInfo {
-    fn mark_with(&self, mark: &dyn Fn(VALUE)) {
-        match &self.plan {
-            TypePlan::Struct { class } => mark(*class),
-            TypePlan::List { element } | TypePlan::Set { element } => {
-                if let Some(e) = element {
-                    e.mark_with(mark)
-                }
+fn mark_type(t: &TypeInfo, mark: &dyn Fn(VALUE)) {
+    match &t.kind {
+        Kind::Struct(class) => mark(*class),
+        Kind::List(element) | Kind::Set(element) => {
+            if let Some(e) = element {
+                mark_type(e, mark)
             }
-            TypePlan::Map { key, value } => {
-                for t in [key, value].into_iter().flatten() {
-                    t.mark_with(mark)
-                }
-            }
-            _ => {}
         }
+        Kind::Map(key, value) => {
+            for t in [key, value].into_iter().flatten() {
+                mark_type(t, mark)
+            }
+        }
+        Kind::Scalar(_) | Kind::Unknown => {}
     }
 }
 
@@ -162,14 +116,9 @@ pub fn mark_all() {
     }
 }
 
-fn value(v: VALUE) -> Value {
-    // SAFETY: the VALUE is live (held by a plan, a constant or the stack).
-    unsafe { Value::from_raw(v) }
-}
-
 /// The FIELDS constant of `class` (as `rb_const_get(klass, :FIELDS)`: inherited constants count).
 pub fn fields_of(class: VALUE) -> Result<VALUE, Error> {
-    let id = thrift().fields_id;
+    let id = FIELDS.get();
     // SAFETY: protected; rb_const_get raises NameError when FIELDS is missing.
     protect(|| unsafe { rb_sys::rb_const_get(class, id) })
 }
@@ -198,7 +147,8 @@ fn sym(ruby: &Ruby, name: &str) -> Value {
 
 fn build(ruby: &Ruby, class: VALUE, fields: VALUE) -> Result<ClassPlan, Error> {
     let t = thrift();
-    let hash = RHash::try_convert(value(fields))?;
+    // SAFETY: `fields` is the FIELDS constant's value, held on this stack.
+    let hash = RHash::try_convert(unsafe { rb::value(fields) })?;
     let mut plans = Vec::new();
     let mut has_defaults = false;
     hash.foreach(|key: Value, info: Value| {
@@ -209,23 +159,24 @@ fn build(ruby: &Ruby, class: VALUE, fields: VALUE) -> Result<ClassPlan, Error> {
         let default: Value = info_hash.aref(sym(ruby, "default"))?;
         has_defaults |= !default.is_nil();
         let symbol = ruby.to_symbol(&name_str);
-        plans.push(FieldPlan {
+        plans.push(FieldDef {
             id,
-            id_value: key.as_raw(),
-            name: name.as_raw(),
-            ivar: rb::intern(&format!("@{name_str}")),
-            symbol: symbol.as_raw(),
-            info: type_info(ruby, info_hash)?,
-            default: default.as_raw(),
+            ty: type_info(ruby, info_hash)?,
+            extra: RubyField {
+                id_value: key.as_raw(),
+                name: name.as_raw(),
+                ivar: rb::intern(&format!("@{name_str}")),
+                symbol: symbol.as_raw(),
+                default: default.as_raw(),
+            },
         });
         Ok(magnus::r_hash::ForEach::Continue)
     })?;
-    let mut sorted: Vec<usize> = (0..plans.len()).collect();
-    sorted.sort_by_key(|&i| plans[i].id);
 
-    let class_value = value(class);
+    // SAFETY: `class` and Thrift::Union are live classes (the caller's argument, a pinned constant).
+    let (class_value, union) = unsafe { (rb::value(class), rb::value(t.union)) };
     let is_union: bool = class_value
-        .funcall("<=", (value(t.union),))
+        .funcall("<=", (union,))
         .map(|v: Option<bool>| v == Some(true))?;
     let initialize: Value = class_value.funcall("instance_method", (sym(ruby, "initialize"),))?;
     let owner: Value = initialize.funcall("owner", ())?;
@@ -233,11 +184,9 @@ fn build(ruby: &Ruby, class: VALUE, fields: VALUE) -> Result<ClassPlan, Error> {
     Ok(ClassPlan {
         class,
         fields_hash: fields,
-        is_union,
         plain_initialize: owner.as_raw() == plain_owner,
-        fields: plans,
-        sorted,
         has_defaults,
+        def: StructDef::new(plans, is_union),
     })
 }
 
@@ -250,41 +199,32 @@ fn type_info(ruby: &Ruby, info: RHash) -> Result<TypeInfo, Error> {
         }
         Ok(Some(Box::new(type_info(ruby, RHash::try_convert(v)?)?)))
     };
-    let plan = match u8::try_from(code).unwrap_or(u8::MAX) {
-        ttype::BOOL => TypePlan::Bool,
-        ttype::BYTE => TypePlan::Byte,
-        ttype::I16 => TypePlan::I16,
-        ttype::I32 => TypePlan::I32,
-        ttype::I64 => TypePlan::I64,
-        ttype::DOUBLE => TypePlan::Double,
+    let kind = match u8::try_from(code).unwrap_or(u8::MAX) {
+        ttype::BOOL => Kind::Scalar(Scalar::Bool),
+        ttype::BYTE => Kind::Scalar(Scalar::Byte),
+        ttype::I16 => Kind::Scalar(Scalar::I16),
+        ttype::I32 => Kind::Scalar(Scalar::I32),
+        ttype::I64 => Kind::Scalar(Scalar::I64),
+        ttype::DOUBLE => Kind::Scalar(Scalar::Double),
         ttype::STRING => {
             let binary: Value = info.aref(sym(ruby, "binary"))?;
             if binary.as_raw() == rb::QTRUE {
-                TypePlan::Binary
+                Kind::Scalar(Scalar::Binary)
             } else {
-                TypePlan::String
+                Kind::Scalar(Scalar::String)
             }
         }
         ttype::STRUCT => {
             let class: Value = info.aref(sym(ruby, "class"))?;
-            TypePlan::Struct {
-                class: class.as_raw(),
-            }
+            Kind::Struct(class.as_raw())
         }
-        ttype::LIST => TypePlan::List {
-            element: nested("element")?,
-        },
-        ttype::SET => TypePlan::Set {
-            element: nested("element")?,
-        },
-        ttype::MAP => TypePlan::Map {
-            key: nested("key")?,
-            value: nested("value")?,
-        },
-        _ if code == thrift().uuid_type => TypePlan::Uuid,
-        _ => TypePlan::Unknown,
+        ttype::LIST => Kind::List(nested("element")?),
+        ttype::SET => Kind::Set(nested("element")?),
+        ttype::MAP => Kind::Map(nested("key")?, nested("value")?),
+        _ if code == thrift().uuid_type => Kind::Scalar(Scalar::Uuid),
+        _ => Kind::Unknown,
     };
-    Ok(TypeInfo { code, plan })
+    Ok(TypeDesc { code, kind })
 }
 
 /// The object whose mark function keeps every plan's values alive.

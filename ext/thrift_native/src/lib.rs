@@ -11,6 +11,7 @@ mod field_plan;
 mod gzip_writer;
 mod ivars;
 mod memory_buffer;
+mod names;
 mod nogvl;
 mod protocol;
 mod rb;

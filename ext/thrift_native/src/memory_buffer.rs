@@ -6,14 +6,15 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use magnus::rb_sys::{protect, AsRawValue, FromRawValue};
+use magnus::rb_sys::{protect, AsRawValue};
 use magnus::{Error, RClass, RString, Ruby, TryConvert, Value};
 use rb_sys::VALUE;
 
 use thrift_native_core::compact::{decode_varint, VarintStep, MAX_VARINT64_BYTES};
 
 use crate::ivars::IvarSlot;
-use crate::thrift::{ids, thrift};
+use crate::names::{IVAR_BUF, IVAR_INDEX};
+use crate::thrift::thrift;
 use crate::{bytes, errors, rb, registry};
 
 /// `@buf` and `@index` of exact MemoryBufferTransport instances.
@@ -53,9 +54,14 @@ pub fn plain_write_buffer(trans: VALUE) -> Option<VALUE> {
 }
 
 /// A reading position in a MemoryBufferTransport: `@buf` and `@index`, read once, written back on each consume.
+///
+/// Valid until Ruby code runs: then the caller picks the transport's state up again (`plain`). Until then nothing
+/// changes `@buf`'s bytes, and `buf`, held here on the stack, keeps them where `ptr` points (see `rb::str_bytes`).
 pub struct MemoryBuffer {
     trans: VALUE,
     buf: VALUE,
+    /// `buf`'s bytes, looked up once per String instead of once per read.
+    ptr: *const u8,
     index: usize,
     len: usize,
     /// A frozen transport raises FrozenError when consuming, as `rb_ivar_set` does in the C accelerator.
@@ -80,25 +86,24 @@ impl MemoryBuffer {
 
     /// The native methods' view of any transport object (a subclass too): type errors as Ruby raises them.
     fn of(trans: VALUE) -> Result<Self, Error> {
-        let ids = ids();
-        // SAFETY: ivar values are live Ruby objects.
-        let buf = unsafe { Value::from_raw(rb::ivar_get(trans, ids.buf)) };
+        // SAFETY: an ivar of `trans`, which is on the caller's stack.
+        let buf = unsafe { rb::value(rb::ivar_get(trans, IVAR_BUF.get())) };
         let buf = RString::try_convert(buf)?.as_raw();
-        let index = unsafe { Value::from_raw(rb::ivar_get(trans, ids.index)) };
-        let index = i64::try_convert(index)?;
+        let index = rb::to_i64(rb::ivar_get(trans, IVAR_INDEX.get()))?;
         let mut mb = Self::at(trans, buf, usize::try_from(index).unwrap_or(usize::MAX));
         mb.frozen = rb::is_frozen(trans);
         Ok(mb)
     }
 
     fn at(trans: VALUE, buf: VALUE, index: usize) -> Self {
-        // SAFETY: `buf` is a String.
-        let len = unsafe { rb::str_len(buf) };
+        // SAFETY: `buf` is a String, held by this buffer on the stack.
+        let bytes = unsafe { rb::str_bytes(buf) };
         MemoryBuffer {
             trans,
             buf,
-            index: index.min(len),
-            len,
+            ptr: bytes.as_ptr(),
+            index: index.min(bytes.len()),
+            len: bytes.len(),
             frozen: false,
         }
     }
@@ -110,8 +115,9 @@ impl MemoryBuffer {
 
     #[inline(always)]
     fn bytes(&self) -> &[u8] {
-        // SAFETY: `buf` is a String, and every caller drops the slice before calling into Ruby.
-        unsafe { rb::str_bytes(self.buf) }
+        // SAFETY: `ptr` and `len` are `buf`'s bytes (see the struct's doc); every caller drops the slice before
+        // calling into Ruby.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
     }
 
     /// Moves past `n` bytes, dropping the consumed front of the buffer once the index passes
@@ -121,9 +127,11 @@ impl MemoryBuffer {
         self.index += n;
         if self.index >= thrift().garbage_buffer_size && !self.frozen {
             self.buf = rb::str_subseq(self.buf, self.index, self.len - self.index);
+            // SAFETY: the new String, held here from now on.
+            self.ptr = unsafe { rb::str_bytes(self.buf) }.as_ptr();
             self.len -= self.index;
             self.index = 0;
-            rb::ivar_set_unfrozen(self.trans, ids().buf, self.buf);
+            rb::ivar_set_unfrozen(self.trans, IVAR_BUF.get(), self.buf);
         }
         self.store_index()
     }
@@ -132,7 +140,7 @@ impl MemoryBuffer {
     fn store_index(&self) -> Result<(), Error> {
         let index = rb::integer(self.index as i64);
         if self.frozen {
-            return rb::ivar_set(self.trans, ids().index, index);
+            return rb::ivar_set(self.trans, IVAR_INDEX.get(), index);
         }
         INDEX.set_immediate_unfrozen(self.trans, index);
         Ok(())
@@ -194,15 +202,16 @@ impl MemoryBuffer {
         self.read_with(ruby, n, rb::binary_string)
     }
 
-    /// Consumes exactly `n` bytes, handing them to `make` (which must not call Ruby code other than allocating the
-    /// object it returns), or EOFError with nothing consumed.
+    /// Consumes exactly `n` bytes, handing them to `make`, or EOFError with nothing consumed. `make` may allocate
+    /// (a String of those bytes) but must run no Ruby code: the slice points into `@buf`, which this buffer holds on
+    /// the stack meanwhile (see `rb::str_bytes`).
     #[inline(always)]
-    pub fn read_with(
+    pub fn read_with<R>(
         &mut self,
         ruby: &Ruby,
         n: usize,
-        make: impl FnOnce(&[u8]) -> VALUE,
-    ) -> Result<VALUE, Error> {
+        make: impl FnOnce(&[u8]) -> R,
+    ) -> Result<R, Error> {
         if n > self.available() {
             return Err(errors::eof(ruby));
         }
@@ -212,52 +221,49 @@ impl MemoryBuffer {
     }
 }
 
-fn raw(v: Value) -> VALUE {
-    v.as_raw()
-}
-
-fn value(v: VALUE) -> Value {
-    // SAFETY: every VALUE passed here is a live Ruby object on the stack.
-    unsafe { Value::from_raw(v) }
-}
-
-/// `NUM2LL`: Integers, Floats (truncated) and objects with `to_int`; TypeError for nil.
-fn num2ll(v: Value) -> Result<i64, Error> {
-    i64::try_convert(v)
-}
-
 fn write(_ruby: &Ruby, rb_self: Value, data: Value) -> Result<(), Error> {
-    let data = RString::try_convert(value(bytes::force_binary_encoding(raw(data))?))?;
-    let buf = RString::try_convert(value(rb::ivar_get(raw(rb_self), ids().buf)))?;
+    let data = bytes::force_binary_encoding(data.as_raw())?;
+    // SAFETY: the argument (or its binary copy) and an ivar of self, all on this stack.
+    let (data, buf) = unsafe {
+        (
+            rb::value(data),
+            rb::value(rb::ivar_get(rb_self.as_raw(), IVAR_BUF.get())),
+        )
+    };
+    let data = RString::try_convert(data)?;
+    let buf = RString::try_convert(buf)?;
     rb::str_cat_str(buf.as_raw(), data.as_raw())
 }
 
 fn read(ruby: &Ruby, rb_self: Value, length: Value) -> Result<Value, Error> {
-    let length = num2ll(length)?;
+    let length = rb::to_i64(length.as_raw())?;
     if length < 0 {
         return Err(errors::transport_negative_size());
     }
-    let mut mb = MemoryBuffer::of(raw(rb_self))?;
+    let mut mb = MemoryBuffer::of(rb_self.as_raw())?;
     let n = (length as u64).min(mb.available() as u64) as usize;
     let data = mb.read_with(ruby, n, rb::binary_string)?;
     if (n as i64) < length {
         return Err(errors::eof(ruby));
     }
-    Ok(value(data))
+    // SAFETY: a String just made, held on this stack.
+    Ok(unsafe { rb::value(data) })
 }
 
 fn read_all(ruby: &Ruby, rb_self: Value, size: Value) -> Result<Value, Error> {
-    let size = num2ll(size)?;
+    let size = rb::to_i64(size.as_raw())?;
     if size < 0 {
         return Err(errors::transport_negative_size());
     }
-    let mut mb = MemoryBuffer::of(raw(rb_self))?;
+    let mut mb = MemoryBuffer::of(rb_self.as_raw())?;
     let n = usize::try_from(size).map_err(|_| errors::eof(ruby))?;
-    mb.read_all(ruby, n).map(value)
+    let data = mb.read_all(ruby, n)?;
+    // SAFETY: a String just made, held on this stack.
+    Ok(unsafe { rb::value(data) })
 }
 
 fn read_byte(ruby: &Ruby, rb_self: Value) -> Result<u8, Error> {
-    MemoryBuffer::of(raw(rb_self))?.read_byte(ruby)
+    MemoryBuffer::of(rb_self.as_raw())?.read_byte(ruby)
 }
 
 fn read_into_buffer(ruby: &Ruby, rb_self: Value, buffer: Value, size: Value) -> Result<i64, Error> {
@@ -266,7 +272,7 @@ fn read_into_buffer(ruby: &Ruby, rb_self: Value, buffer: Value, size: Value) -> 
         return Ok(0);
     }
     let size = size as usize;
-    let mut mb = MemoryBuffer::of(raw(rb_self))?;
+    let mut mb = MemoryBuffer::of(rb_self.as_raw())?;
     if mb.available() == 0 {
         return Err(errors::eof(ruby));
     }
@@ -312,9 +318,10 @@ fn read_into_buffer(ruby: &Ruby, rb_self: Value, buffer: Value, size: Value) -> 
 }
 
 pub fn init(ruby: &Ruby) -> Result<(), Error> {
-    BUF.configure(thrift().memory_buffer, ids().buf);
-    INDEX.configure(thrift().memory_buffer, ids().index);
-    let class = value(thrift().memory_buffer);
+    BUF.configure(thrift().memory_buffer, IVAR_BUF.get());
+    INDEX.configure(thrift().memory_buffer, IVAR_INDEX.get());
+    // SAFETY: MemoryBufferTransport is pinned at load time.
+    let class = unsafe { rb::value(thrift().memory_buffer) };
     let class = RClass::from_value(class).expect("MemoryBufferTransport is a class");
     registry::define_method(ruby, class, "write", magnus::method!(write, 1))?;
     registry::define_method(ruby, class, "read", magnus::method!(read, 1))?;

@@ -8,8 +8,9 @@ use rb_sys::stable_api::{get_default, StableApiDefinition};
 use rb_sys::VALUE;
 use thrift_native_core::uuid;
 
-use crate::thrift::{ids, thrift};
-use crate::transport::{method_id, value, Output};
+use crate::names::{IVAR_RESET_MESSAGE_SIZE, IVAR_TRANS, RESET_MESSAGE_SIZE};
+use crate::thrift::thrift;
+use crate::transport::Output;
 use crate::{errors, rb};
 
 // ----- argument checks, as the C accelerator's checked_integer_range -----
@@ -56,18 +57,6 @@ pub fn not_nil(ruby: &Ruby, v: Value) -> Result<Value, Error> {
     }
 }
 
-/// `FIX2INT`/`NUM2INT`: a Fixnum in int range as it is; anything else through `rb_num2int`, which converts with
-/// `to_int` and raises Ruby's own TypeError ("no implicit conversion from nil to integer") or RangeError.
-pub fn num2int(v: VALUE) -> Result<i32, Error> {
-    if let Some(n) = rb::fixnum_value(v).and_then(|n| i32::try_from(n).ok()) {
-        return Ok(n);
-    }
-    // SAFETY: protected; rb_num2int raises TypeError or RangeError for what it cannot convert. The long it returns
-    // travels back through the VALUE-sized return slot of protect.
-    let n = protect(|| unsafe { rb_sys::rb_num2int(v) as VALUE })?;
-    Ok(n as i64 as i32)
-}
-
 /// `rb_Float(v)`: Floats as they are, Integers and numeric Strings converted, anything else raises.
 pub fn float_value(v: Value) -> Result<f64, Error> {
     let raw = v.as_raw();
@@ -104,10 +93,9 @@ pub fn uuid_bytes(ruby: &Ruby, u: Value) -> Result<[u8; 16], Error> {
 
 /// Step (a) of every `read_message_begin`: `trans.reset_message_size` when `@reset_message_size` is truthy.
 pub fn reset_message_size_if_asked(protocol: VALUE) -> Result<(), Error> {
-    let ids = ids();
-    if rb::truthy(rb::ivar_get(protocol, ids.reset_message_size_ivar)) {
-        let trans = value(rb::ivar_get(protocol, ids.trans));
-        trans.funcall::<_, _, Value>(method_id(ids.reset_message_size), ())?;
+    if rb::truthy(rb::ivar_get(protocol, IVAR_RESET_MESSAGE_SIZE.get())) {
+        let trans = rb::ivar_get(protocol, IVAR_TRANS.get());
+        rb::funcall(trans, RESET_MESSAGE_SIZE.get(), &[])?;
     }
     Ok(())
 }

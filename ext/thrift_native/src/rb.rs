@@ -1,16 +1,121 @@
-//! Thin, allocation-free wrappers over the Ruby C API for the hot paths.
+//! Thin wrappers over the Ruby C API: the one way a raw `VALUE` becomes a magnus `Value`, the one method-call helper,
+//! the integer conversions, interned names, and allocation-free helpers for the hot paths.
 //!
 //! Only functions that cannot raise are called raw here; anything that can raise goes through `magnus::rb_sys::protect`
 //! so that no Ruby exception jumps over Rust frames.
 
-use magnus::rb_sys::protect;
-use magnus::Error;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use magnus::rb_sys::{protect, FromRawValue};
+use magnus::{Error, Value};
 use rb_sys::stable_api::{get_default, StableApiDefinition};
 use rb_sys::{ruby_value_type, ID, VALUE};
 
 pub const QNIL: VALUE = rb_sys::special_consts::Qnil as VALUE;
 pub const QTRUE: VALUE = rb_sys::special_consts::Qtrue as VALUE;
 pub const QFALSE: VALUE = rb_sys::special_consts::Qfalse as VALUE;
+
+/// A raw `VALUE` as magnus's `Value`: the only place the conversion happens.
+///
+/// # Safety
+/// `v` must be an immediate or a live Ruby object that stays reachable while the `Value` is used: held on the
+/// stack (which the GC scans and pins), in an ivar of such an object, or by something marked.
+#[inline(always)]
+pub unsafe fn value(v: VALUE) -> Value {
+    Value::from_raw(v)
+}
+
+/// `recv.method(*args)`, visibility ignored (as the C accelerator's `rb_funcall`); whatever it raises comes back
+/// as the `Err`.
+#[inline]
+pub fn funcall(recv: VALUE, method: ID, args: &[VALUE]) -> Result<VALUE, Error> {
+    // SAFETY: protected; `args` is a live slice of VALUEs on the caller's stack for the whole call.
+    protect(|| unsafe { rb_sys::rb_funcallv(recv, method, args.len() as _, args.as_ptr()) })
+}
+
+/// A method or ivar name, interned on first use (idempotent, so racing threads agree).
+pub struct StaticId {
+    name: &'static str,
+    id: AtomicUsize,
+}
+
+impl StaticId {
+    pub const fn new(name: &'static str) -> Self {
+        StaticId {
+            name,
+            id: AtomicUsize::new(0),
+        }
+    }
+
+    #[inline(always)]
+    pub fn get(&self) -> ID {
+        match self.id.load(Ordering::Relaxed) {
+            0 => self.intern(),
+            id => id as ID,
+        }
+    }
+
+    #[cold]
+    fn intern(&self) -> ID {
+        let id = intern(self.name);
+        self.id.store(id as usize, Ordering::Relaxed);
+        id
+    }
+}
+
+/// Declares interned names once: `define_rb_intern!(VALIDATE => "validate", IVAR_BUF => "@buf");` then
+/// `VALIDATE.get()` is the ID.
+macro_rules! define_rb_intern {
+    ($($name:ident => $text:literal),* $(,)?) => {
+        $(
+            #[doc = concat!("`", $text, "`")]
+            pub static $name: $crate::rb::StaticId = $crate::rb::StaticId::new($text);
+        )*
+    };
+}
+pub(crate) use define_rb_intern;
+
+/// An Integer's value: a Fixnum as it is; anything else through `to_int` (`rb_to_int`: TypeError "no implicit
+/// conversion of nil into Integer", RangeError beyond 64 bits).
+#[inline(always)]
+pub fn to_i64(v: VALUE) -> Result<i64, Error> {
+    match fixnum_value(v) {
+        Some(n) => Ok(n),
+        // SAFETY: `v` is the caller's live value, on its stack.
+        None => <i64 as magnus::TryConvert>::try_convert(unsafe { value(v) }),
+    }
+}
+
+/// `NUM2INT` (and `FIX2INT`, the same for Integers): `rb_num2int`'s conversion (TypeError "no implicit conversion
+/// from nil to integer"), then RangeError outside `int`.
+#[inline(always)]
+pub fn num2int(v: VALUE) -> Result<i32, Error> {
+    if let Some(n) = fixnum_value(v).and_then(|n| i32::try_from(n).ok()) {
+        return Ok(n);
+    }
+    let mut n = 0;
+    // SAFETY: protected; rb_num2int raises TypeError or RangeError ("integer 2147483648 too big to convert to
+    // `int'") for what it cannot convert.
+    protect(|| unsafe {
+        n = rb_sys::rb_num2int(v) as i64;
+        QNIL
+    })?;
+    Ok(n as i32)
+}
+
+/// An Integer for `n` as a `Value` (see [`integer`]).
+#[inline(always)]
+pub fn int(n: i64) -> Value {
+    // SAFETY: a Fixnum, or a Bignum just made and held on this stack.
+    unsafe { value(integer(n)) }
+}
+
+/// A Float for `f` as a `Value` (see [`float`]).
+#[inline(always)]
+pub fn float_value(f: f64) -> Value {
+    // SAFETY: a flonum, or a Float just made and held on this stack.
+    unsafe { value(float(f)) }
+}
 
 #[inline(always)]
 pub fn ivar_get(obj: VALUE, id: ID) -> VALUE {
@@ -172,10 +277,16 @@ pub fn float(f: f64) -> VALUE {
     get_default().dbl2num(f)
 }
 
-/// The bytes of a String. The slice must be dropped before anything can run Ruby code, allocate or raise.
+/// The bytes of a String.
+///
+/// The slice must be dropped before anything can run Ruby code or raise: Ruby code could change or free the bytes.
+/// An allocation in between is allowed (the memory buffer hands such a slice to `rb_str_new`) as long as the String
+/// itself is held on the stack meanwhile: a heap buffer does not move in a GC, and an embedded one moves only with
+/// its object, which compaction does not move while the stack refers to it (Ruby pins what the stack holds).
+/// Allocation runs no Ruby code (finalizers are deferred).
 ///
 /// # Safety
-/// `s` must be a String (T_STRING).
+/// `s` must be a String (T_STRING), kept on the stack while the slice lives.
 #[inline(always)]
 pub unsafe fn str_bytes<'a>(s: VALUE) -> &'a [u8] {
     let api = get_default();
@@ -251,4 +362,35 @@ pub fn pin_forever(v: VALUE) {
 #[inline(always)]
 pub unsafe fn array_len(ary: VALUE) -> usize {
     get_default().rarray_len(ary) as usize
+}
+
+/// FrozenError, with Ruby's own message, when `obj` is frozen.
+pub fn check_frozen(obj: VALUE) -> Result<(), Error> {
+    if is_frozen(obj) {
+        // SAFETY: protected; rb_check_frozen raises FrozenError for a frozen object.
+        protect(|| unsafe {
+            rb_sys::rb_check_frozen(obj);
+            QNIL
+        })?;
+    }
+    Ok(())
+}
+
+/// How many ivars `obj` has.
+pub fn ivar_count(obj: VALUE) -> usize {
+    // SAFETY: rb_ivar_count only reads the object's ivar table.
+    unsafe { rb_sys::rb_ivar_count(obj) as usize }
+}
+
+/// TypeError "wrong argument type X (expected Y)" unless `v` is of builtin type `t`.
+pub fn check_type(v: VALUE, t: ruby_value_type) -> Result<(), Error> {
+    if builtin_type(v) == Some(t) {
+        return Ok(());
+    }
+    // SAFETY: protected; rb_check_type raises the TypeError.
+    protect(|| unsafe {
+        rb_sys::rb_check_type(v, t as _);
+        QNIL
+    })
+    .map(drop)
 }

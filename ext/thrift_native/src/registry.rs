@@ -35,7 +35,9 @@ pub fn define_method<M: Method>(
     let Some(raw) = NATIVE_METHODS.with(|h| h.get()) else {
         return Ok(());
     };
-    let hash = RHash::from_value(crate::transport::value(raw)).expect("NATIVE_METHODS is a Hash");
+    // SAFETY: the Hash is held by the ThriftNative::NATIVE_METHODS constant.
+    let hash =
+        RHash::from_value(unsafe { crate::rb::value(raw) }).expect("NATIVE_METHODS is a Hash");
     let names: Value = match hash.get(class) {
         Some(names) => names,
         None => {

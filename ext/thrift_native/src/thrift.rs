@@ -8,7 +8,7 @@ use std::sync::OnceLock;
 use magnus::rb_sys::AsRawValue;
 use magnus::value::ReprValue;
 use magnus::{Error, Module, RClass, RModule, Ruby, Value};
-use rb_sys::{ID, VALUE};
+use rb_sys::VALUE;
 
 use crate::rb;
 
@@ -46,8 +46,6 @@ pub struct Thrift {
     pub union: VALUE,
     /// `::Set`.
     pub set_class: VALUE,
-    /// `:FIELDS`.
-    pub fields_id: ID,
     pub bytes: VALUE,
     pub memory_buffer: VALUE,
     pub binary_protocol: VALUE,
@@ -73,42 +71,12 @@ pub struct Thrift {
 unsafe impl Send for Thrift {}
 unsafe impl Sync for Thrift {}
 
-/// Interned method and ivar names.
-#[derive(Debug)]
-pub struct Ids {
-    pub trans: ID,
-    pub buf: ID,
-    pub index: ID,
-    pub rbuf: ID,
-    pub strict_read: ID,
-    pub strict_write: ID,
-    pub last_field: ID,
-    pub boolean_field: ID,
-    pub bool_value: ID,
-    pub reset_message_size_ivar: ID,
-    pub reset_message_size: ID,
-    pub write: ID,
-    pub read_byte: ID,
-    pub read_into_buffer: ID,
-    pub read_all: ID,
-    pub force_binary_encoding: ID,
-    pub convert_to_utf8_byte_buffer: ID,
-    pub convert_to_string: ID,
-}
-
 static THRIFT: OnceLock<Thrift> = OnceLock::new();
-static IDS: OnceLock<Ids> = OnceLock::new();
 
 #[inline(always)]
 pub fn thrift() -> &'static Thrift {
     THRIFT
         .get()
-        .expect("thrift_native is initialised before any of its methods can run")
-}
-
-#[inline(always)]
-pub fn ids() -> &'static Ids {
-    IDS.get()
         .expect("thrift_native is initialised before any of its methods can run")
 }
 
@@ -189,7 +157,6 @@ pub fn probe(ruby: &Ruby) -> Result<&'static Thrift, Error> {
         struct_module: pinned(struct_module),
         union: pinned(union),
         set_class: pinned(set_class),
-        fields_id: rb::intern("FIELDS"),
         bytes: pinned(bytes),
         memory_buffer: pinned(memory_buffer),
         binary_protocol: pinned(binary_protocol),
@@ -207,31 +174,6 @@ pub fn probe(ruby: &Ruby) -> Result<&'static Thrift, Error> {
         has_uuid_type,
         default_recursion_depth,
     };
-    let _ = IDS.set(intern_ids());
     let _ = THRIFT.set(found);
     Ok(thrift())
-}
-
-fn intern_ids() -> Ids {
-    let id = rb::intern;
-    Ids {
-        trans: id("@trans"),
-        buf: id("@buf"),
-        index: id("@index"),
-        rbuf: id("@rbuf"),
-        strict_read: id("@strict_read"),
-        strict_write: id("@strict_write"),
-        last_field: id("@last_field"),
-        boolean_field: id("@boolean_field"),
-        bool_value: id("@bool_value"),
-        reset_message_size_ivar: id("@reset_message_size"),
-        reset_message_size: id("reset_message_size"),
-        write: id("write"),
-        read_byte: id("read_byte"),
-        read_into_buffer: id("read_into_buffer"),
-        read_all: id("read_all"),
-        force_binary_encoding: id("force_binary_encoding"),
-        convert_to_utf8_byte_buffer: id("convert_to_utf8_byte_buffer"),
-        convert_to_string: id("convert_to_string"),
-    }
 }

@@ -1,71 +1,37 @@
 //! How a protocol reaches its transport: straight into a plain MemoryBufferTransport's buffer (the fast path), or
 //! through the transport's Ruby methods exactly as the C accelerator calls them (the dispatch path).
 
-use magnus::prelude::*;
-use magnus::rb_sys::{AsRawValue, FromRawValue};
-use magnus::{Error, Ruby, TryConvert, Value};
+use magnus::{Error, Ruby};
 use rb_sys::VALUE;
 
 use crate::ivars::IvarSlot;
 use crate::memory_buffer::{self, MemoryBuffer};
-use crate::thrift::{ids, thrift};
+use crate::names::{IVAR_RBUF, READ_ALL, READ_BYTE, READ_INTO_BUFFER, WRITE};
+use crate::thrift::thrift;
 use crate::{bytes, errors, rb};
 use thrift_native_core::compact::VarintStep;
 use thrift_native_core::wire::WireInput;
 use thrift_native_core::{uuid, CoreError};
 
-pub fn value(v: VALUE) -> Value {
-    // SAFETY: every VALUE passed here is a live Ruby object held on the stack or by a pinned root.
-    unsafe { Value::from_raw(v) }
-}
-
-pub fn method_id(id: rb_sys::ID) -> magnus::value::Id {
-    // SAFETY: the ID was interned at load time and names a static symbol.
-    unsafe { <magnus::value::Id as magnus::rb_sys::FromRawId>::from_raw(id) }
-}
-
-/// An [`Input`] or a [`MemoryBuffer`] as the core's header decoders (`binary::read_field_header`, ...) read it:
+/// An [`Input`] as the core's header decoders (`binary::read_field_header`, ...) read it:
 /// the same decoders the core's tests and fuzz targets drive.
-pub struct Wire<'a, S> {
+pub struct Wire<'a> {
     ruby: &'a Ruby,
-    source: &'a mut S,
+    source: &'a mut Input,
 }
 
-impl<'a, S> Wire<'a, S> {
-    pub fn new(ruby: &'a Ruby, source: &'a mut S) -> Self {
+impl<'a> Wire<'a> {
+    pub fn new(ruby: &'a Ruby, source: &'a mut Input) -> Self {
         Wire { ruby, source }
     }
 }
 
-impl WireInput for Wire<'_, Input> {
+impl WireInput for Wire<'_> {
     type Error = Error;
 
     #[inline(always)]
     fn read_byte(&mut self) -> Result<u8, Error> {
         self.source.read_byte(self.ruby).map(|b| b as u8)
-    }
-
-    #[inline(always)]
-    fn read_array<const N: usize>(&mut self) -> Result<[u8; N], Error> {
-        self.source.read_array(self.ruby)
-    }
-
-    #[inline(always)]
-    fn read_varint<R: VarintStep>(&mut self) -> Result<R::Output, Error> {
-        self.source.read_varint::<R>(self.ruby)
-    }
-
-    fn error(&self, e: CoreError) -> Error {
-        errors::from_core(self.ruby, e)
-    }
-}
-
-impl WireInput for Wire<'_, MemoryBuffer> {
-    type Error = Error;
-
-    #[inline(always)]
-    fn read_byte(&mut self) -> Result<u8, Error> {
-        self.source.read_byte(self.ruby)
     }
 
     #[inline(always)]
@@ -107,10 +73,11 @@ impl Input {
         match self {
             Input::Buffer(mb) => mb.read_array(ruby),
             Input::Transport { trans, protocol } => {
-                let rbuf = rb::ivar_get(*protocol, ids().rbuf);
-                value(*trans).funcall::<_, _, Value>(
-                    method_id(ids().read_into_buffer),
-                    (value(rbuf), N as i64),
+                let rbuf = rb::ivar_get(*protocol, IVAR_RBUF.get());
+                rb::funcall(
+                    *trans,
+                    READ_INTO_BUFFER.get(),
+                    &[rbuf, rb::integer(N as i64)],
                 )?;
                 // As the C accelerator, the length is not re-checked; bytes a short @rbuf lacks read as zero.
                 let mut out = [0u8; N];
@@ -131,8 +98,8 @@ impl Input {
         match self {
             Input::Buffer(mb) => mb.read_byte(ruby).map(|b| b as i8),
             Input::Transport { trans, .. } => {
-                let b: Value = value(*trans).funcall(method_id(ids().read_byte), ())?;
-                Ok(i64::try_convert(b)? as i8)
+                let b = rb::funcall(*trans, READ_BYTE.get(), &[])?;
+                Ok(rb::to_i64(b)? as i8)
             }
         }
     }
@@ -159,9 +126,9 @@ impl Input {
     pub fn read_all(&mut self, ruby: &Ruby, n: usize) -> Result<VALUE, Error> {
         match self {
             Input::Buffer(mb) => mb.read_all(ruby, n),
-            Input::Transport { trans, .. } => value(*trans)
-                .funcall::<_, _, Value>(method_id(ids().read_all), (n as i64,))
-                .map(|v| v.as_raw()),
+            Input::Transport { trans, .. } => {
+                rb::funcall(*trans, READ_ALL.get(), &[rb::integer(n as i64)])
+            }
         }
     }
 
@@ -229,10 +196,8 @@ impl Output {
         match *self {
             Output::Buffer(buf) => rb::str_cat(buf, bytes),
             Output::Transport(trans) => {
-                let s = value(rb::binary_string(bytes));
-                value(trans)
-                    .funcall::<_, _, Value>(method_id(ids().write), (s,))
-                    .map(|_| ())
+                let s = rb::binary_string(bytes);
+                rb::funcall(trans, WRITE.get(), &[s]).map(drop)
             }
         }
     }
@@ -253,9 +218,7 @@ impl Output {
     pub fn write_string_object(&self, s: VALUE) -> Result<(), Error> {
         match *self {
             Output::Buffer(buf) => rb::str_cat_str(buf, s),
-            Output::Transport(trans) => value(trans)
-                .funcall::<_, _, Value>(method_id(ids().write), (value(s),))
-                .map(|_| ()),
+            Output::Transport(trans) => rb::funcall(trans, WRITE.get(), &[s]).map(drop),
         }
     }
 }

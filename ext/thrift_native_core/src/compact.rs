@@ -199,6 +199,7 @@ pub fn decode_varint<R: VarintStep>(bytes: &[u8]) -> (Result<R::Output, CoreErro
 
 /// A field header: the delta form `delta << 4 | type` when `0 < id - last <= 15`, else the type byte followed by
 /// the zigzag varint of the id.
+#[inline(always)]
 pub fn field_header(compact_type: u8, id: i16, last: i64) -> ([u8; 4], usize) {
     let mut out = [0u8; 4];
     let delta = i64::from(id) - last;

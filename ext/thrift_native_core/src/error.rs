@@ -31,4 +31,31 @@ pub enum CoreError {
     /// A compact binary length above INT32_MAX.
     #[error("Binary size limit exceeded")]
     BinarySizeLimit,
+    /// A struct nested deeper than the depth `read` or `write` was given (and, skipping natively, any container).
+    #[error("Maximum recursion depth exceeded")]
+    DepthLimit,
+    /// A union with a second field before its STOP.
+    #[error("too many fields in union!")]
+    TooManyUnionFields,
+    /// A union whose set field is none of its declared fields, when it is written.
+    #[error("set_field is not valid for this union!")]
+    InvalidUnionField,
+    /// `skip` of a type code that has no encoding (`BaseProtocol#skip`).
+    #[error("Invalid data")]
+    InvalidData,
+    /// A declared type the codec does not know, reached while reading.
+    #[error("read_anything not implemented for type {0}!")]
+    UnknownReadType(i64),
+    /// A declared type the codec does not know, reached while writing.
+    #[error("Unknown type for binary_encoding: {0}")]
+    UnknownWriteType(i64),
+    /// A list or set declaration without its element type, reached while writing.
+    #[error("container field info has no :element")]
+    MissingElementType,
+    /// A map declaration without its key or value type, reached while writing.
+    #[error("container field info has no :key or :value")]
+    MissingKeyOrValueType,
+    /// A value that is not of its declared type (a nil inside a container, say), which an encoder cannot write.
+    #[error("value does not match its declared type")]
+    Unencodable,
 }

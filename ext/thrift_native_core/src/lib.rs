@@ -5,10 +5,10 @@
 //! and these functions; `schema` runs the struct decoding algorithm on plain Rust values for tests and fuzzing.
 
 pub mod binary;
+pub mod codec;
 pub mod compact;
 pub mod error;
 pub mod gzip;
-pub mod schema;
 pub mod uuid;
 pub mod wire;
 

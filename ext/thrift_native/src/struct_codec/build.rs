@@ -1,0 +1,275 @@
+//! The Ruby builder: what the core's decoder makes as it reads. Structs and unions are allocated (or `new`ed when
+//! their class has its own `initialize`), given their defaults, filled ivar by ivar and validated; lists are Arrays
+//! reserved as the core says, maps Hashes, sets `::Set`s filled without an intermediate Array.
+
+use magnus::rb_sys::protect;
+use magnus::{Error, Ruby};
+use rb_sys::VALUE;
+use thrift_native_core::codec::{Build, Ran, Values};
+use thrift_native_core::{uuid, CoreError};
+
+use super::defaults::{self, PendingDefaults};
+use crate::errors;
+use crate::field_plan::{plan_for, ClassPlan, FieldPlan, RubyField, StructPlan};
+use crate::names::{ADD, IVAR_HASH, IVAR_SETFIELD, IVAR_VALUE, NEW, VALIDATE};
+use crate::rb;
+use crate::thrift::thrift;
+
+pub struct RubyBuilder<'r> {
+    ruby: &'r Ruby,
+}
+
+impl<'r> RubyBuilder<'r> {
+    pub fn new(ruby: &'r Ruby) -> Self {
+        RubyBuilder { ruby }
+    }
+}
+
+/// A struct or union being read.
+pub struct RubyStruct {
+    obj: VALUE,
+    plan: &'static ClassPlan,
+    /// Allocated here: nothing but what `initialize` would set has happened to it.
+    fresh: bool,
+    pending: PendingDefaults,
+}
+
+impl RubyStruct {
+    /// `obj.read(prot)`: an instance the caller has.
+    pub fn existing(obj: VALUE, plan: &'static ClassPlan) -> Self {
+        RubyStruct {
+            obj,
+            plan,
+            fresh: false,
+            pending: PendingDefaults::default(),
+        }
+    }
+}
+
+impl Values for RubyBuilder<'_> {
+    type Value = VALUE;
+    type Error = Error;
+
+    fn error(&self, e: CoreError) -> Error {
+        errors::from_core(self.ruby, e)
+    }
+
+    #[inline(always)]
+    fn nil(&mut self) -> VALUE {
+        rb::QNIL
+    }
+
+    #[inline(always)]
+    fn bool(&mut self, v: bool) -> VALUE {
+        if v {
+            rb::QTRUE
+        } else {
+            rb::QFALSE
+        }
+    }
+
+    #[inline(always)]
+    fn byte(&mut self, v: i8) -> VALUE {
+        rb::integer(v.into())
+    }
+
+    #[inline(always)]
+    fn i16(&mut self, v: i16) -> VALUE {
+        rb::integer(v.into())
+    }
+
+    #[inline(always)]
+    fn i32(&mut self, v: i32) -> VALUE {
+        rb::integer(v.into())
+    }
+
+    #[inline(always)]
+    fn i64(&mut self, v: i64) -> VALUE {
+        rb::integer(v)
+    }
+
+    #[inline(always)]
+    fn double(&mut self, v: f64) -> VALUE {
+        rb::float(v)
+    }
+
+    #[inline(always)]
+    fn string(&mut self, bytes: &[u8]) -> VALUE {
+        rb::utf8_string(bytes)
+    }
+
+    #[inline(always)]
+    fn binary(&mut self, bytes: &[u8]) -> VALUE {
+        rb::binary_string(bytes)
+    }
+
+    /// The lowercase dashed text, BINARY, as the protocols' `read_uuid`.
+    #[inline(always)]
+    fn uuid(&mut self, bytes: &[u8; 16]) -> VALUE {
+        rb::binary_string(&uuid::format(bytes))
+    }
+}
+
+impl Build<'static> for RubyBuilder<'_> {
+    type Class = VALUE;
+    type Field = RubyField;
+    type Struct = RubyStruct;
+    type List = VALUE;
+    type Set = VALUE;
+    type Map = VALUE;
+
+    fn instantiate(
+        &mut self,
+        class: &'static VALUE,
+    ) -> Result<(RubyStruct, &'static StructPlan, Ran), Error> {
+        let class = *class;
+        let plan = plan_for(self.ruby, class)?;
+        if !plan.plain_initialize {
+            let obj = rb::funcall(class, NEW.get(), &[])?;
+            return Ok((RubyStruct::existing(obj, plan), &plan.def, Ran::HostCode));
+        }
+        // SAFETY: protected; rb_obj_alloc runs the class's allocator.
+        let obj = protect(|| unsafe { rb_sys::rb_obj_alloc(class) })?;
+        if plan.def.is_union() {
+            // Thrift::Union#initialize with no arguments.
+            rb::ivar_set(obj, IVAR_SETFIELD.get(), rb::QNIL)?;
+            rb::ivar_set(obj, IVAR_VALUE.get(), rb::QNIL)?;
+        }
+        let s = RubyStruct {
+            obj,
+            plan,
+            fresh: true,
+            pending: PendingDefaults::default(),
+        };
+        Ok((s, &plan.def, Ran::OnlyRust))
+    }
+
+    fn struct_begin(&mut self, s: &mut RubyStruct, native: bool) -> Result<(), Error> {
+        let (obj, plan) = (s.obj, s.plan);
+        if plan.def.is_union() {
+            rb::check_frozen(obj)?;
+            for ivar in [IVAR_SETFIELD.get(), IVAR_VALUE.get()] {
+                if !rb::is_nil(rb::ivar_get(obj, ivar)) {
+                    rb::ivar_set(obj, ivar, rb::QNIL)?;
+                }
+            }
+        } else if s.fresh {
+            // Thrift::Struct#initialize would have set the defaults.
+            if plan.has_defaults {
+                s.pending = defaults::apply(obj, plan, true, native)?;
+            }
+        } else if !plan.def.fields().is_empty() && rb::ivar_count(obj) > 0 {
+            rb::check_frozen(obj)?;
+            s.pending = defaults::apply(obj, plan, false, native)?;
+        }
+        Ok(())
+    }
+
+    #[inline(always)]
+    fn set_field(
+        &mut self,
+        s: &mut RubyStruct,
+        index: usize,
+        field: &'static FieldPlan,
+        value: VALUE,
+    ) -> Result<(), Error> {
+        if s.plan.def.is_union() {
+            rb::ivar_set(s.obj, IVAR_SETFIELD.get(), field.extra.symbol)?;
+            return rb::ivar_set(s.obj, IVAR_VALUE.get(), value);
+        }
+        rb::ivar_set(s.obj, field.extra.ivar, value)?;
+        s.pending.clear(index);
+        Ok(())
+    }
+
+    /// Defaults are in place before `validate` runs, and after a failure too (as the C accelerator leaves them).
+    fn struct_end(
+        &mut self,
+        mut s: RubyStruct,
+        outcome: Result<(), Error>,
+    ) -> Result<VALUE, Error> {
+        let applied = s.pending.apply(s.obj, s.plan);
+        outcome?;
+        applied?;
+        rb::funcall(s.obj, VALIDATE.get(), &[])?;
+        Ok(s.obj)
+    }
+
+    #[inline(always)]
+    fn list_new(&mut self, reserve: usize) -> VALUE {
+        // SAFETY: rb_ary_new_capa only allocates.
+        unsafe { rb_sys::rb_ary_new_capa(reserve as _) }
+    }
+
+    #[inline(always)]
+    fn list_push(&mut self, list: &mut VALUE, item: VALUE) {
+        // SAFETY: `list` is a new, unfrozen Array that no Ruby code has seen.
+        unsafe { rb_sys::rb_ary_push(*list, item) };
+    }
+
+    #[inline(always)]
+    fn list_end(&mut self, list: VALUE) -> VALUE {
+        list
+    }
+
+    fn set_new(&mut self, _reserve: usize) -> Result<(VALUE, Ran), Error> {
+        let set = rb::funcall(thrift().set_class, NEW.get(), &[])?;
+        Ok((set, Ran::HostCode))
+    }
+
+    /// Into the Set's @hash as `Set#add` does (Ruby 3.1's Set), else through `add`.
+    fn set_insert(&mut self, set: &mut VALUE, item: VALUE, fresh: bool) -> Result<Ran, Error> {
+        let hash = rb::ivar_get(*set, IVAR_HASH.get());
+        if rb::builtin_type(hash) == Some(rb_sys::ruby_value_type::RUBY_T_HASH) {
+            return hash_store(hash, item, rb::QTRUE, fresh);
+        }
+        rb::funcall(*set, ADD.get(), &[item])?;
+        Ok(Ran::HostCode)
+    }
+
+    #[inline(always)]
+    fn set_end(&mut self, set: VALUE) -> VALUE {
+        set
+    }
+
+    #[inline(always)]
+    fn map_new(&mut self, _reserve: usize) -> VALUE {
+        // SAFETY: rb_hash_new only allocates.
+        unsafe { rb_sys::rb_hash_new() }
+    }
+
+    #[inline(always)]
+    fn map_insert(
+        &mut self,
+        map: &mut VALUE,
+        key: VALUE,
+        value: VALUE,
+        fresh: bool,
+    ) -> Result<Ran, Error> {
+        hash_store(*map, key, value, fresh)
+    }
+
+    #[inline(always)]
+    fn map_end(&mut self, map: VALUE) -> VALUE {
+        map
+    }
+}
+
+/// `hash[key] = value`. A String key the source made (`fresh`) is frozen first, so that Hash keeps it instead of
+/// making a frozen copy; a String from a protocol method is left as it is, as `Hash#[]=` leaves it. Hashing a key
+/// other than a String, an immediate or a Float runs its Ruby `#hash` and `#eql?`.
+fn hash_store(hash: VALUE, key: VALUE, value: VALUE, fresh: bool) -> Result<Ran, Error> {
+    let simple = if rb::is_string(key) {
+        if fresh {
+            // SAFETY: `key` is a String the source just made; nothing else refers to it yet.
+            unsafe { rb_sys::rb_obj_freeze(key) };
+        }
+        true
+    } else {
+        rb::is_special_const(key)
+            || rb::builtin_type(key) == Some(rb_sys::ruby_value_type::RUBY_T_FLOAT)
+    };
+    // SAFETY: protected; hashing a struct key calls its Ruby #hash and #eql?.
+    protect(|| unsafe { rb_sys::rb_hash_aset(hash, key, value) })?;
+    Ok(if simple { Ran::OnlyRust } else { Ran::HostCode })
+}

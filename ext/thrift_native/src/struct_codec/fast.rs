@@ -1,0 +1,407 @@
+//! The fast path: the protocol is exactly `BinaryProtocolAccelerated` or `Thrift::CompactProtocol` with our methods,
+//! over a plain `MemoryBufferTransport`. The core's encodings read from its `@buf` at `@index` ([`BufferHost`]) and
+//! write into a Rust buffer appended to `@buf` ([`FastSink`]).
+//!
+//! Whenever Ruby code runs in the middle (`validate`, a class's own `initialize`, `skip`, `Set.new`, `Hash#hash` of
+//! a struct key, a value the protocol's own method must convert), the transport is handed its state first and picked
+//! up again afterwards, so that Ruby code sees exactly what the C accelerator would have left. If the transport is no
+//! longer plain then, the rest goes through the protocol's methods ([`super::dispatch`]).
+
+use std::cell::Cell;
+
+use magnus::{Error, Ruby};
+use rb_sys::VALUE;
+use thrift_native_core::codec::binary::BinaryIn;
+use thrift_native_core::codec::compact::CompactIn;
+use thrift_native_core::codec::{
+    Encoder, FieldBegin, FieldDef, Host, ListBegin, MapBegin, Primitive, Scalar, Sequence, Sink,
+    Source,
+};
+use thrift_native_core::compact::VarintStep;
+use thrift_native_core::wire::WireInput;
+use thrift_native_core::CoreError;
+
+use super::build::RubyBuilder;
+use super::dispatch::{write_method, DispatchSink, DispatchSource};
+use crate::compact_protocol::{set_ivar, BOOL_VALUE};
+use crate::field_plan::RubyField;
+use crate::memory_buffer::{self, MemoryBuffer};
+use crate::names::{IVAR_BOOL_VALUE, SKIP};
+use crate::{errors, rb};
+
+/// A plain MemoryBufferTransport's buffer, as the core's encodings read it, and the protocol object whose
+/// `@bool_value` the compact encoding uses (a Ruby `skip` of a bool field reads it there).
+pub struct BufferHost<'r> {
+    ruby: &'r Ruby,
+    buffer: MemoryBuffer,
+    protocol: VALUE,
+}
+
+impl WireInput for BufferHost<'_> {
+    type Error = Error;
+
+    #[inline(always)]
+    fn read_byte(&mut self) -> Result<u8, Error> {
+        self.buffer.read_byte(self.ruby)
+    }
+
+    #[inline(always)]
+    fn read_array<const N: usize>(&mut self) -> Result<[u8; N], Error> {
+        self.buffer.read_array(self.ruby)
+    }
+
+    #[inline(always)]
+    fn read_varint<R: VarintStep>(&mut self) -> Result<R::Output, Error> {
+        self.buffer.read_varint::<R>(self.ruby)
+    }
+
+    fn error(&self, e: CoreError) -> Error {
+        errors::from_core(self.ruby, e)
+    }
+}
+
+impl Host for BufferHost<'_> {
+    #[inline(always)]
+    fn take_with<R>(&mut self, n: usize, make: impl FnOnce(&[u8]) -> R) -> Result<R, Error> {
+        self.buffer.read_with(self.ruby, n, make)
+    }
+
+    #[inline(always)]
+    fn remaining(&self) -> Option<usize> {
+        Some(self.buffer.available())
+    }
+
+    fn put_bool(&mut self, value: bool) -> Result<(), Error> {
+        let v = if value { rb::QTRUE } else { rb::QFALSE };
+        set_ivar(self.protocol, &BOOL_VALUE, IVAR_BOOL_VALUE.get(), v)
+    }
+
+    fn take_bool(&mut self) -> Result<Option<bool>, Error> {
+        let pending = BOOL_VALUE.get(self.protocol);
+        if rb::is_nil(pending) {
+            return Ok(None);
+        }
+        set_ivar(self.protocol, &BOOL_VALUE, IVAR_BOOL_VALUE.get(), rb::QNIL)?;
+        Ok(Some(rb::truthy(pending)))
+    }
+}
+
+/// An encoding over a [`BufferHost`]: `BinaryIn` or `CompactIn`.
+pub trait OverBuffer<'r> {
+    fn host_mut(&mut self) -> &mut BufferHost<'r>;
+}
+
+impl<'r> OverBuffer<'r> for BinaryIn<BufferHost<'r>> {
+    fn host_mut(&mut self) -> &mut BufferHost<'r> {
+        &mut self.host
+    }
+}
+
+impl<'r> OverBuffer<'r> for CompactIn<BufferHost<'r>> {
+    fn host_mut(&mut self) -> &mut BufferHost<'r> {
+        &mut self.host
+    }
+}
+
+/// Reads an encoding from the buffer; `skip` is the protocol's own (Ruby) `skip`, as the C accelerator calls it.
+pub struct FastSource<W> {
+    wire: W,
+    protocol: VALUE,
+    trans: VALUE,
+    /// The transport stopped being plain while Ruby code ran: the protocol's methods from then on.
+    lost: Option<DispatchSource>,
+}
+
+/// An encoding (`BinaryIn::new` or `CompactIn::new`) read straight from `trans`'s buffer, if `trans` is a plain
+/// MemoryBufferTransport. The compact encoding's field-id deltas are kept in Rust per struct instead of in
+/// `@last_field`: Ruby code run in between (`skip`, `validate`) only pushes and pops its own entries there.
+pub fn source<'r, W>(
+    ruby: &'r Ruby,
+    protocol: VALUE,
+    trans: VALUE,
+    encoding: impl FnOnce(BufferHost<'r>) -> W,
+) -> Option<FastSource<W>> {
+    let buffer = MemoryBuffer::plain(trans)?;
+    let host = BufferHost {
+        ruby,
+        buffer,
+        protocol,
+    };
+    Some(FastSource {
+        wire: encoding(host),
+        protocol,
+        trans,
+        lost: None,
+    })
+}
+
+/// Each method: the encoding over the buffer, or the protocol's method once the buffer is lost.
+macro_rules! either {
+    ($self:ident, $method:ident($($arg:expr),*)) => {
+        match &mut $self.lost {
+            None => $self.wire.$method($($arg),*),
+            Some(dispatch) => dispatch.$method($($arg),*),
+        }
+    };
+}
+
+impl<'r, W> Source<RubyBuilder<'r>> for FastSource<W>
+where
+    W: Source<RubyBuilder<'r>> + OverBuffer<'r>,
+{
+    #[inline(always)]
+    fn native(&self) -> bool {
+        self.lost.is_none()
+    }
+
+    #[inline(always)]
+    fn remaining(&self) -> Option<usize> {
+        match self.lost {
+            None => self.wire.remaining(),
+            Some(_) => None,
+        }
+    }
+
+    #[inline(always)]
+    fn resync(&mut self) {
+        if self.lost.is_some() {
+            return;
+        }
+        match MemoryBuffer::plain(self.trans) {
+            Some(buffer) => self.wire.host_mut().buffer = buffer,
+            None => self.lost = Some(DispatchSource::new(self.protocol)),
+        }
+    }
+
+    #[inline(always)]
+    fn struct_begin(&mut self) -> Result<i64, Error> {
+        either!(self, struct_begin())
+    }
+
+    #[inline(always)]
+    fn struct_end(&mut self, saved: i64) -> Result<(), Error> {
+        either!(self, struct_end(saved))
+    }
+
+    #[inline(always)]
+    fn field_begin(&mut self) -> Result<FieldBegin, Error> {
+        either!(self, field_begin())
+    }
+
+    #[inline(always)]
+    fn field_end(&mut self) -> Result<(), Error> {
+        either!(self, field_end())
+    }
+
+    #[inline(always)]
+    fn map_begin(&mut self) -> Result<MapBegin, Error> {
+        either!(self, map_begin())
+    }
+
+    #[inline(always)]
+    fn map_end(&mut self) -> Result<(), Error> {
+        either!(self, map_end())
+    }
+
+    #[inline(always)]
+    fn list_begin(&mut self, seq: Sequence) -> Result<ListBegin, Error> {
+        either!(self, list_begin(seq))
+    }
+
+    #[inline(always)]
+    fn list_end(&mut self, seq: Sequence) -> Result<(), Error> {
+        either!(self, list_end(seq))
+    }
+
+    #[inline(always)]
+    fn scalar(&mut self, kind: Scalar, values: &mut RubyBuilder<'r>) -> Result<VALUE, Error> {
+        either!(self, scalar(kind, values))
+    }
+
+    /// Skipping is rare (unknown or mismatched fields): the protocol's own `skip`, then the buffer picked up again.
+    fn skip(&mut self, ttype: i64, depth: i64, values: &mut RubyBuilder<'r>) -> Result<(), Error> {
+        if let Some(dispatch) = &mut self.lost {
+            return dispatch.skip(ttype, depth, values);
+        }
+        let result = rb::funcall(self.protocol, SKIP.get(), &[rb::integer(ttype)]);
+        self.resync();
+        result.map(drop)
+    }
+}
+
+thread_local! {
+    /// The fast path's output buffer, reused between calls (a nested call made from Ruby code gets a fresh one).
+    static SCRATCH: Cell<Vec<u8>> = const { Cell::new(Vec::new()) };
+}
+
+/// Encodes into a Rust buffer, appended to the transport's `@buf` before any Ruby code runs and at the end.
+pub struct FastSink<E> {
+    encoder: E,
+    protocol: VALUE,
+    trans: VALUE,
+    buf: VALUE,
+    /// The transport stopped being plain while Ruby code ran: the protocol's methods from then on.
+    lost: Option<DispatchSink>,
+}
+
+/// `encoder` over `trans`'s buffer, if `trans` is a plain MemoryBufferTransport.
+pub fn sink<E: Encoder>(
+    protocol: VALUE,
+    trans: VALUE,
+    encoder: impl FnOnce(Vec<u8>) -> E,
+) -> Option<FastSink<E>> {
+    let buf = memory_buffer::plain_write_buffer(trans)?;
+    let mut out = SCRATCH.with(|s| s.take());
+    out.clear();
+    Some(FastSink {
+        encoder: encoder(out),
+        protocol,
+        trans,
+        buf,
+        lost: None,
+    })
+}
+
+impl<E: Encoder> FastSink<E> {
+    /// Appends what has gathered to the transport's buffer.
+    fn flush(&mut self) -> Result<(), Error> {
+        let out = self.encoder.bytes();
+        if self.lost.is_some() || out.is_empty() {
+            return Ok(());
+        }
+        let result = rb::str_cat(self.buf, out);
+        out.clear();
+        result
+    }
+
+    /// The last flush; the buffer goes back for the next call.
+    pub fn finish(mut self) -> Result<(), Error> {
+        let result = self.flush();
+        let out = std::mem::take(self.encoder.bytes());
+        SCRATCH.with(|s| s.set(out));
+        result
+    }
+}
+
+/// An encoder's error as the protocol's method would raise it.
+fn core(result: Result<(), CoreError>) -> Result<(), Error> {
+    result.map_err(|e| errors::from_core(&Ruby::get().expect("Ruby thread"), e))
+}
+
+/// Each method: the encoder, or the protocol's method once the buffer is lost.
+macro_rules! encode_or_dispatch {
+    ($self:ident, $dispatch:ident($($arg:expr),*), $encode:expr) => {
+        match &mut $self.lost {
+            Some(dispatch) => dispatch.$dispatch($($arg),*),
+            None => $encode,
+        }
+    };
+}
+
+impl<E: Encoder> Sink<VALUE, RubyField> for FastSink<E> {
+    type Error = Error;
+
+    #[inline(always)]
+    fn native(&self) -> bool {
+        self.lost.is_none()
+    }
+
+    /// Runs Ruby code with everything written so far in the transport, then picks the buffer up again.
+    fn host<T>(&mut self, f: impl FnOnce() -> Result<T, Error>) -> Result<T, Error> {
+        self.flush()?;
+        let result = f();
+        if self.lost.is_none() {
+            match memory_buffer::plain_write_buffer(self.trans) {
+                Some(buf) => self.buf = buf,
+                None => self.lost = Some(DispatchSink::new(self.protocol)),
+            }
+        }
+        result
+    }
+
+    #[inline(always)]
+    fn struct_begin(&mut self, obj: VALUE) -> Result<i64, Error> {
+        encode_or_dispatch!(self, struct_begin(obj), Ok(self.encoder.struct_begin()))
+    }
+
+    #[inline(always)]
+    fn struct_end(&mut self, saved: i64) -> Result<(), Error> {
+        encode_or_dispatch!(self, struct_end(saved), {
+            self.encoder.struct_end(saved);
+            Ok(())
+        })
+    }
+
+    #[inline(always)]
+    fn field_begin<C>(
+        &mut self,
+        field: &FieldDef<C, RubyField>,
+        name: Option<VALUE>,
+    ) -> Result<(), Error> {
+        encode_or_dispatch!(
+            self,
+            field_begin(field, name),
+            core(self.encoder.field_begin(field.ty.code, field.id))
+        )
+    }
+
+    #[inline(always)]
+    fn field_end(&mut self) -> Result<(), Error> {
+        encode_or_dispatch!(self, field_end(), Ok(()))
+    }
+
+    #[inline(always)]
+    fn field_stop(&mut self) -> Result<(), Error> {
+        encode_or_dispatch!(self, field_stop(), {
+            self.encoder.field_stop();
+            Ok(())
+        })
+    }
+
+    #[inline(always)]
+    fn map_begin(&mut self, key: i64, value: i64, size: usize) -> Result<(), Error> {
+        encode_or_dispatch!(
+            self,
+            map_begin(key, value, size),
+            core(self.encoder.map_begin(key, value, size))
+        )
+    }
+
+    #[inline(always)]
+    fn map_end(&mut self) -> Result<(), Error> {
+        encode_or_dispatch!(self, map_end(), Ok(()))
+    }
+
+    #[inline(always)]
+    fn list_begin(&mut self, seq: Sequence, element: i64, size: usize) -> Result<(), Error> {
+        encode_or_dispatch!(
+            self,
+            list_begin(seq, element, size),
+            core(self.encoder.list_begin(element, size))
+        )
+    }
+
+    #[inline(always)]
+    fn list_end(&mut self, seq: Sequence) -> Result<(), Error> {
+        encode_or_dispatch!(self, list_end(seq), Ok(()))
+    }
+
+    #[inline(always)]
+    fn primitive(&mut self, kind: Scalar, p: Primitive<'_>) -> Result<(), Error> {
+        encode_or_dispatch!(self, primitive(kind, p), {
+            self.encoder.primitive(p);
+            Ok(())
+        })
+    }
+
+    /// A value the protocol's own method converts and checks (nil, out of range, conversions): same checks, same
+    /// exceptions, with what was written so far in the transport.
+    fn value(&mut self, kind: Scalar, v: VALUE) -> Result<(), Error> {
+        if let Some(dispatch) = &mut self.lost {
+            return dispatch.value(kind, v);
+        }
+        let protocol = self.protocol;
+        self.host(|| rb::funcall(protocol, write_method(kind).get(), &[v]))
+            .map(drop)
+    }
+}

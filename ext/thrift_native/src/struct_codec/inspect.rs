@@ -1,0 +1,263 @@
+//! Ruby objects read back for the core's encoder: a struct's ivars, a union's `@setfield`/`@value`, the scalars the
+//! fast path can encode without the protocol's checks, and the C accelerator's way through Arrays, Hashes and Sets.
+
+use std::os::raw::c_int;
+use std::panic::AssertUnwindSafe;
+
+use magnus::rb_sys::protect;
+use magnus::{Error, Ruby};
+use rb_sys::ruby_value_type::{RUBY_T_ARRAY, RUBY_T_HASH};
+use rb_sys::VALUE;
+use thrift_native_core::codec::{Inspect, Primitive, Scalar};
+use thrift_native_core::{uuid, CoreError};
+
+use crate::field_plan::{plan_for, FieldPlan, RubyField, StructPlan};
+use crate::names::{
+    ENTRIES, IVAR_HASH, IVAR_SETFIELD, IVAR_VALUE, KEYS, NAME_TO_ID, TO_S, VALIDATE,
+};
+use crate::thrift::thrift;
+use crate::{bytes, errors, rb};
+
+pub struct RubyValues<'r> {
+    ruby: &'r Ruby,
+}
+
+impl<'r> RubyValues<'r> {
+    pub fn new(ruby: &'r Ruby) -> Self {
+        RubyValues { ruby }
+    }
+}
+
+fn kind_of(v: VALUE, class: VALUE) -> bool {
+    // SAFETY: rb_obj_is_kind_of only walks the class chain.
+    unsafe { rb_sys::rb_obj_is_kind_of(v, class) == rb::QTRUE }
+}
+
+/// The value of an Integer that fits `min..=max`, when it is a Fixnum.
+#[inline(always)]
+fn fixnum_in(v: VALUE, min: i64, max: i64) -> Option<i64> {
+    rb::fixnum_value(v).filter(|n| (min..=max).contains(n))
+}
+
+/// A Float's or Fixnum's value as a double (what rb_Float gives for them).
+#[inline(always)]
+fn plain_double(v: VALUE) -> Option<f64> {
+    if let Some(n) = rb::fixnum_value(v) {
+        return Some(n as f64);
+    }
+    let api = rb_sys::stable_api::get_default();
+    // SAFETY: float_type_p checks the tag first; num2dbl of a Float cannot raise.
+    unsafe {
+        if rb_sys::stable_api::StableApiDefinition::float_type_p(api, v) {
+            return Some(rb_sys::stable_api::StableApiDefinition::num2dbl(api, v));
+        }
+    }
+    None
+}
+
+impl Inspect<'static> for RubyValues<'_> {
+    type Value = VALUE;
+    type Class = VALUE;
+    type Field = RubyField;
+    type Error = Error;
+
+    fn error(&self, e: CoreError) -> Error {
+        errors::from_core(self.ruby, e)
+    }
+
+    fn validate(&mut self, v: VALUE) -> Result<(), Error> {
+        rb::funcall(v, VALIDATE.get(), &[]).map(drop)
+    }
+
+    /// The plan of the object's own class (a stubbed object's singleton class finds its class's FIELDS).
+    fn definition(&mut self, v: VALUE) -> Result<&'static StructPlan, Error> {
+        plan_for(self.ruby, rb::heap_class(v).unwrap_or(v)).map(|plan| &plan.def)
+    }
+
+    fn is_union(&mut self, v: VALUE) -> Result<bool, Error> {
+        Ok(kind_of(v, thrift().union))
+    }
+
+    #[inline(always)]
+    fn field(&self, obj: VALUE, _index: usize, field: &'static FieldPlan) -> Option<VALUE> {
+        let v = rb::ivar_get(obj, field.extra.ivar);
+        (!rb::is_nil(v)).then_some(v)
+    }
+
+    fn union_value(&self, obj: VALUE) -> (VALUE, VALUE) {
+        (
+            rb::ivar_get(obj, IVAR_SETFIELD.get()),
+            rb::ivar_get(obj, IVAR_VALUE.get()),
+        )
+    }
+
+    fn union_field_by_name(&self, def: &'static StructPlan, name: VALUE) -> Option<usize> {
+        def.fields().iter().position(|f| f.extra.symbol == name)
+    }
+
+    /// Not one of the field Symbols: ask the object, as the C accelerator does (`name_to_id(setfield.to_s)`).
+    fn union_field_id(&mut self, obj: VALUE, name: VALUE) -> Result<Option<i64>, Error> {
+        let name = rb::funcall(name, TO_S.get(), &[])?;
+        let id = rb::funcall(obj, NAME_TO_ID.get(), &[name])?;
+        Ok(rb::fixnum_value(id))
+    }
+
+    /// The common cases, encoded without a call: Fixnums in range, Floats, Strings already in the field's encoding
+    /// (UTF-8 for a string field, BINARY for a binary one), UUID text. Everything else (nil, Bignums, conversions)
+    /// goes to the protocol's own method, with its checks and exceptions.
+    #[inline(always)]
+    fn primitive(&self, kind: Scalar, v: VALUE) -> Option<Primitive<'_>> {
+        Some(match kind {
+            Scalar::Bool => Primitive::Bool(rb::truthy(v)),
+            Scalar::Byte => Primitive::Byte(fixnum_in(v, i8::MIN.into(), i8::MAX.into())? as i8),
+            Scalar::I16 => Primitive::I16(fixnum_in(v, i16::MIN.into(), i16::MAX.into())? as i16),
+            Scalar::I32 => Primitive::I32(fixnum_in(v, i32::MIN.into(), i32::MAX.into())? as i32),
+            Scalar::I64 => Primitive::I64(rb::fixnum_value(v)?),
+            Scalar::Double => Primitive::Double(plain_double(v)?),
+            Scalar::String | Scalar::Binary => {
+                let plain = match kind {
+                    Scalar::String => bytes::is_utf8_string(v),
+                    _ => bytes::is_binary_string(v),
+                };
+                if !plain {
+                    return None;
+                }
+                // SAFETY: `v` is a String held by the object being written; the sink copies the slice before
+                // anything else happens.
+                let b = unsafe { rb::str_bytes(v) };
+                i32::try_from(b.len()).ok()?;
+                Primitive::Bytes(b)
+            }
+            Scalar::Uuid => {
+                if !rb::is_string(v) {
+                    return None;
+                }
+                // SAFETY: `v` is a String; the slice is dropped before returning.
+                Primitive::Uuid(uuid::parse(unsafe { rb::str_bytes(v) }).ok()?)
+            }
+        })
+    }
+
+    fn list_len(&self, v: VALUE) -> Result<usize, Error> {
+        rb::check_type(v, RUBY_T_ARRAY)?;
+        // SAFETY: `v` is an Array.
+        Ok(unsafe { rb::array_len(v) })
+    }
+
+    fn list_item(&self, list: VALUE, i: usize) -> Result<VALUE, Error> {
+        // SAFETY: `list` passed `list_len`, so it is an Array (an object's type never changes); rb_ary_entry answers
+        // nil past its end.
+        Ok(unsafe { rb::ary_entry(list, i as i64) })
+    }
+
+    fn map_check(&self, v: VALUE) -> Result<(), Error> {
+        rb::check_type(v, RUBY_T_HASH)
+    }
+
+    fn map_size(&self, v: VALUE) -> usize {
+        // SAFETY: `v` passed `map_check`, so it is a Hash.
+        unsafe { rb_sys::rb_hash_size_num(v) as usize }
+    }
+
+    /// Natively, `rb_hash_foreach` (no Array of keys); else the C accelerator's walk: `hash.keys`, then `hash[key]`
+    /// for each key, fetched before the key is written.
+    fn each_pair<F>(&mut self, map: VALUE, native: bool, mut f: F) -> Result<(), Error>
+    where
+        F: FnMut(&mut Self, VALUE, VALUE) -> Result<(), Error>,
+    {
+        if native {
+            return foreach(map, |key, value| f(self, key, value));
+        }
+        let keys = rb::funcall(map, KEYS.get(), &[])?;
+        let n = self.list_len(keys)?;
+        for i in 0..n {
+            // SAFETY: `keys` is an Array (checked by list_len); nil past its end.
+            let key = unsafe { rb::ary_entry(keys, i as i64) };
+            // SAFETY: protected; Hash#[] may call the key's Ruby #hash.
+            let item = protect(|| unsafe { rb_sys::rb_hash_aref(map, key) })?;
+            f(self, key, item)?;
+        }
+        Ok(())
+    }
+
+    /// A Set (or subclass) whose elements are the keys of its `@hash` (Ruby 3.1's Set).
+    fn set_keys(&self, set: VALUE) -> Option<(VALUE, usize)> {
+        if !kind_of(set, thrift().set_class) {
+            return None;
+        }
+        let hash = rb::ivar_get(set, IVAR_HASH.get());
+        if rb::builtin_type(hash) != Some(RUBY_T_HASH) {
+            return None;
+        }
+        // SAFETY: `hash` is a Hash.
+        Some((hash, unsafe { rb_sys::rb_hash_size_num(hash) as usize }))
+    }
+
+    /// The C accelerator's view: an Array as is, a Set's `entries`, a Hash's `keys`; TypeError for anything else.
+    fn set_items(&mut self, set: VALUE) -> Result<VALUE, Error> {
+        if rb::is_array(set) {
+            return Ok(set);
+        }
+        if kind_of(set, thrift().set_class) {
+            return rb::funcall(set, ENTRIES.get(), &[]);
+        }
+        rb::check_type(set, RUBY_T_HASH)?;
+        rb::funcall(set, KEYS.get(), &[])
+    }
+
+    fn each_key<F>(&mut self, map: VALUE, mut f: F) -> Result<(), Error>
+    where
+        F: FnMut(&mut Self, VALUE) -> Result<(), Error>,
+    {
+        foreach(map, |key, _| f(self, key))
+    }
+}
+
+/// What `foreach` hands its callback.
+struct EachPair<F> {
+    f: F,
+    error: Option<Error>,
+}
+
+/// `rb_hash_foreach`'s callback: one pair to `f`.
+///
+/// # Safety
+/// `arg` must be the address of a live `EachPair<F>` (as `foreach` passes it).
+unsafe extern "C" fn each_pair_callback<F>(key: VALUE, value: VALUE, arg: VALUE) -> c_int
+where
+    F: FnMut(VALUE, VALUE) -> Result<(), Error>,
+{
+    const ST_CONTINUE: c_int = 0;
+    const ST_STOP: c_int = 1;
+    // SAFETY: `arg` is the address of the EachPair that `foreach` keeps alive across rb_hash_foreach.
+    let ctx = unsafe { &mut *(arg as *mut EachPair<F>) };
+    // A panic becomes a Ruby fatal error here instead of unwinding into rb_hash_foreach's C frames.
+    let outcome =
+        magnus::rb_sys::catch_unwind(AssertUnwindSafe(|| (ctx.f)(key, value))).and_then(|r| r);
+    match outcome {
+        Ok(()) => ST_CONTINUE,
+        Err(e) => {
+            ctx.error = Some(e);
+            ST_STOP
+        }
+    }
+}
+
+/// Calls `f` with every pair of `hash`, without making an Array of its keys. `f`'s first error stops the walk.
+fn foreach<F>(hash: VALUE, f: F) -> Result<(), Error>
+where
+    F: FnMut(VALUE, VALUE) -> Result<(), Error>,
+{
+    let mut ctx = EachPair { f, error: None };
+    let arg = &mut ctx as *mut EachPair<F> as VALUE;
+    // SAFETY: protected, because rb_hash_foreach raises if the Hash is changed during the walk; the callback never
+    // lets a Ruby exception or a panic escape (it records them in `ctx`), and `ctx` outlives the call.
+    let walked = protect(|| unsafe {
+        rb_sys::rb_hash_foreach(hash, Some(each_pair_callback::<F>), arg);
+        rb::QNIL
+    });
+    if let Some(e) = ctx.error.take() {
+        return Err(e);
+    }
+    walked.map(drop)
+}

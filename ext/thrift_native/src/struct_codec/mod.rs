@@ -1,0 +1,192 @@
+//! `Thrift::Struct#read/#write` and `Thrift::Union#read/#write`, arity `(prot, depth = DEFAULT_RECURSION_DEPTH)`.
+//!
+//! The algorithm and the wire rules are the core's (`thrift_native_core::codec`); this folder supplies Ruby:
+//! - `build.rs`: the Ruby objects the decoder makes (with `defaults.rs`: field defaults);
+//! - `inspect.rs`: Ruby objects read back for the encoder;
+//! - `fast.rs`: the fast path, when the protocol is exactly `BinaryProtocolAccelerated` or `Thrift::CompactProtocol`
+//!   with our methods over a plain MemoryBufferTransport: the whole tree is decoded from, and encoded into, its
+//!   buffer, with no method call per field and no field-header Arrays;
+//! - `dispatch.rs`: every other protocol, called as the C accelerator calls it, so that mocks and other protocols
+//!   see the same call sequence.
+
+mod build;
+mod defaults;
+mod dispatch;
+mod fast;
+mod inspect;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use magnus::rb_sys::AsRawValue;
+use magnus::{Error, RClass, RModule, Ruby, Value};
+use rb_sys::VALUE;
+use thrift_native_core::codec::binary::{BinaryIn, BinaryOut};
+use thrift_native_core::codec::compact::{CompactIn, CompactOut};
+use thrift_native_core::codec::{read_struct, write_struct, write_union, Encoder, Sink};
+use thrift_native_core::CoreError;
+
+use self::build::{RubyBuilder, RubyStruct};
+use self::dispatch::{DispatchSink, DispatchSource};
+use self::inspect::RubyValues;
+use crate::field_plan::{plan_for, RubyField};
+use crate::thrift::thrift;
+use crate::{binary_protocol, compact_protocol, errors, rb, registry};
+
+/// False once Ruby code redefines one of BinaryProtocolAccelerated's (or CompactProtocol's) methods: the struct
+/// codec then dispatches to that protocol's methods.
+static BINARY_METHODS_ARE_NATIVE: AtomicBool = AtomicBool::new(true);
+static COMPACT_METHODS_ARE_NATIVE: AtomicBool = AtomicBool::new(true);
+
+pub fn binary_method_changed() {
+    BINARY_METHODS_ARE_NATIVE.store(false, Ordering::Relaxed);
+}
+
+pub fn compact_method_changed() {
+    COMPACT_METHODS_ARE_NATIVE.store(false, Ordering::Relaxed);
+}
+
+/// Which encoding the fast path may use for `protocol`, and its transport.
+enum Fast {
+    Binary(VALUE),
+    Compact(VALUE),
+    No,
+}
+
+fn fast_protocol(protocol: VALUE) -> Fast {
+    if BINARY_METHODS_ARE_NATIVE.load(Ordering::Relaxed)
+        && rb::is_exact_instance(protocol, binary_protocol::class())
+    {
+        return Fast::Binary(binary_protocol::TRANS.get(protocol));
+    }
+    if COMPACT_METHODS_ARE_NATIVE.load(Ordering::Relaxed)
+        && rb::is_exact_instance(protocol, thrift().compact_protocol)
+    {
+        return Fast::Compact(compact_protocol::TRANS.get(protocol));
+    }
+    Fast::No
+}
+
+/// `(prot, depth = DEFAULT_RECURSION_DEPTH)`, as the C accelerator parses it; depth <= 0 is DEPTH_LIMIT at once.
+fn parse_args(ruby: &Ruby, args: &[Value]) -> Result<(VALUE, i64), Error> {
+    if args.is_empty() || args.len() > 2 {
+        return Err(Error::new(
+            ruby.exception_arg_error(),
+            format!(
+                "wrong number of arguments (given {}, expected 1..2)",
+                args.len()
+            ),
+        ));
+    }
+    let depth = match args.get(1) {
+        Some(d) => i64::from(rb::num2int(d.as_raw())?),
+        None => thrift().default_recursion_depth,
+    };
+    if depth <= 0 {
+        return Err(errors::from_core(ruby, CoreError::DepthLimit));
+    }
+    Ok((args[0].as_raw(), depth))
+}
+
+/// `Struct#read` and `Union#read` (the class's plan says which it is).
+fn read(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<(), Error> {
+    let (protocol, depth) = parse_args(ruby, args)?;
+    let obj = rb_self.as_raw();
+    let plan = plan_for(ruby, rb::heap_class(obj).unwrap_or(obj))?;
+    let target = RubyStruct::existing(obj, plan);
+    let b = &mut RubyBuilder::new(ruby);
+    match fast_protocol(protocol) {
+        Fast::Binary(trans) => {
+            if let Some(mut src) = fast::source(ruby, protocol, trans, BinaryIn::new) {
+                return read_struct(&mut src, b, target, &plan.def, depth).map(drop);
+            }
+        }
+        Fast::Compact(trans) => {
+            if let Some(mut src) = fast::source(ruby, protocol, trans, CompactIn::new) {
+                return read_struct(&mut src, b, target, &plan.def, depth).map(drop);
+            }
+        }
+        Fast::No => {}
+    }
+    let mut src = DispatchSource::new(protocol);
+    read_struct(&mut src, b, target, &plan.def, depth).map(drop)
+}
+
+fn write_with<S>(
+    ruby: &Ruby,
+    sink: &mut S,
+    obj: VALUE,
+    depth: i64,
+    union: bool,
+) -> Result<(), Error>
+where
+    S: Sink<VALUE, RubyField, Error = Error>,
+{
+    let values = &mut RubyValues::new(ruby);
+    if union {
+        write_union(values, sink, obj, depth)
+    } else {
+        write_struct(values, sink, obj, depth)
+    }
+}
+
+fn write_fast<E: Encoder>(
+    ruby: &Ruby,
+    sink: Option<fast::FastSink<E>>,
+    obj: VALUE,
+    depth: i64,
+    union: bool,
+) -> Option<Result<(), Error>> {
+    let mut sink = sink?;
+    let result = write_with(ruby, &mut sink, obj, depth, union);
+    let flushed = sink.finish();
+    Some(result.and(flushed))
+}
+
+fn write(ruby: &Ruby, rb_self: Value, args: &[Value], union: bool) -> Result<(), Error> {
+    let (protocol, depth) = parse_args(ruby, args)?;
+    let obj = rb_self.as_raw();
+    let done = match fast_protocol(protocol) {
+        Fast::Binary(trans) => write_fast(
+            ruby,
+            fast::sink(protocol, trans, BinaryOut::new),
+            obj,
+            depth,
+            union,
+        ),
+        Fast::Compact(trans) => write_fast(
+            ruby,
+            fast::sink(protocol, trans, CompactOut::new),
+            obj,
+            depth,
+            union,
+        ),
+        Fast::No => None,
+    };
+    done.unwrap_or_else(|| write_with(ruby, &mut DispatchSink::new(protocol), obj, depth, union))
+}
+
+fn struct_write(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<(), Error> {
+    write(ruby, rb_self, args, false)
+}
+
+fn union_write(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<(), Error> {
+    write(ruby, rb_self, args, true)
+}
+
+pub fn init(ruby: &Ruby) -> Result<(), Error> {
+    let t = thrift();
+    // SAFETY: Thrift::Struct and Thrift::Union are pinned at load time.
+    let (struct_module, union) = unsafe { (rb::value(t.struct_module), rb::value(t.union)) };
+    let struct_module = RModule::from_value(struct_module).expect("Thrift::Struct is a module");
+    let union = RClass::from_value(union).expect("Thrift::Union is a class");
+    registry::define_method(ruby, struct_module, "read", magnus::method!(read, -1))?;
+    registry::define_method(
+        ruby,
+        struct_module,
+        "write",
+        magnus::method!(struct_write, -1),
+    )?;
+    registry::define_method(ruby, union, "read", magnus::method!(read, -1))?;
+    registry::define_method(ruby, union, "write", magnus::method!(union_write, -1))?;
+    Ok(())
+}
