@@ -5,7 +5,7 @@
 #   ruby bench/gzip_writer.rb            # pipe recipe (pattern + random), throughput per level, nogvl threshold
 #   NR=8192 NR_RANDOM=1024 ruby bench/gzip_writer.rb   # shorter
 #
-# 1. The pipe recipe of ruby/zlib commit 10d0e90 (reference/gzip_writer.md, section 4): a child Ruby writes NR
+# 1. The pipe recipe of ruby/zlib commit 10d0e90 (its benchmark of Zlib::GzipWriter's garbage): a child Ruby writes NR
 #    32 KiB Strings through the writer into IO.pipe and reports user seconds, RssAnon, objects allocated per write and
 #    GC runs; the parent reads with Zlib::GzipReader#readpartial and checks it received NR * 32768 bytes.
 # 2. Throughput (MB/s of input) per level on a corpus of serialized Thrift structs written one struct per `write`.

@@ -1,8 +1,8 @@
 # frozen_string_literal: true
 
-# Thrift::CompactProtocol with thrift_native's methods. Expectations come from the accelerator contract (section 3:
-# master's C accelerator) and from upstream's compact_protocol_spec; where Debian's 0.14 C accelerator behaves
-# differently (contract section 9.2), the example says so and spec/differential_spec.rb shows both side by side.
+# Thrift::CompactProtocol with thrift_native's methods. Expectations come from master's C accelerator
+# (apache/thrift lib/rb/ext/compact_protocol.c) and from upstream's compact_protocol_spec; where Debian's 0.14 C
+# accelerator behaves differently, the example says so and spec/differential_spec.rb shows both side by side.
 RSpec.describe Thrift::CompactProtocol do
   let(:trans) { Thrift::MemoryBufferTransport.new }
   let(:prot) { described_class.new(trans) }

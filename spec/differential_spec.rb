@@ -193,9 +193,9 @@ RSpec.describe "CompactProtocol, differentially" do
     expect(ours.each_with_index.reject { |_, i| i == skip_uuid }).to eq(c.each_with_index.reject { |_, i| i == skip_uuid })
   end
 
-  it "differs from Debian's 0.14 C accelerator only where master's contract does (section 9.2)" do
+  it "differs from Debian's 0.14 C accelerator only where master's C accelerator does" do
     cases = {
-      # op list => [0.14 C result, ours (master contract)]
+      # op list => [0.14 C result, ours (master's behaviour)]
       [[:write_bool, 0]] => [[:ok, nil], [:ok, nil]],
       [[:reset, "\x81"], [:read_message_begin]] =>
         [[:error, "Thrift::ProtocolException", "Expected protocol id -126 but got -127", -1],

@@ -1002,6 +1002,26 @@ RSpec.describe ThriftNative::GzipWriter do
   end
 
   describe "GC" do
+    it "reports its deflate state (about 371 KiB) to the GC while the stream lives, and in memsize_of" do
+      require "objspace"
+      io = StringIO.new("".b)
+      GC.disable
+      begin
+        before = GC.stat(:malloc_increase_bytes)
+        gz = ours.new(io)
+        opened = GC.stat(:malloc_increase_bytes)
+        size_open = ObjectSpace.memsize_of(gz)
+        gz.close
+        closed = GC.stat(:malloc_increase_bytes)
+      ensure
+        GC.enable
+      end
+      expect(opened - before).to be_between(360 * 1024, 400 * 1024)
+      expect(opened - closed).to be_between(360 * 1024, 400 * 1024)
+      expect(size_open).to be > 360 * 1024
+      expect(ObjectSpace.memsize_of(gz)).to be < 64 * 1024
+    end
+
     it "survives GC.compact while a writer holds its io, name and comment" do
       writers = Array.new(20) do |i|
         io = StringIO.new("".b)

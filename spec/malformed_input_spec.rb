@@ -8,7 +8,7 @@ CodecTypes.load!
 # each in its own child process: never a crash, the same outcome (the same value, or the same exception class), and
 # memory bounded by the input. MALFORMED_MUTATIONS sets the number of mutations per protocol (bin/stress raises it).
 #
-# Documented 0.14-vs-master differences (reference/accelerator.md): 0.14's C accelerator has no negative-size checks
+# Known 0.14-vs-master differences (the README lists them): 0.14's C accelerator has no negative-size checks
 # and reads compact varints without bounds; thrift_native follows master, so where it raises one of master's
 # errors below, 0.14 may decode something or fail differently.
 RSpec.describe "Malformed input" do

@@ -211,8 +211,10 @@ RSpec.describe "Thrift::Struct and Thrift::Union read/write" do
         expect { nested.write(buffer_prot, 2) }.to raise_error(Thrift::ProtocolException, "Maximum recursion depth exceeded")
         expect { nested.write(buffer_prot, 0) }.to raise_error(Thrift::ProtocolException) { |e| expect(e.type).to eq(Thrift::ProtocolException::DEPTH_LIMIT) }
         expect { nested.write }.to raise_error(ArgumentError, "wrong number of arguments (given 0, expected 1..2)")
-        expect { nested.read(buffer_prot, nil) }.to raise_error(TypeError)
-        expect { nested.read(buffer_prot, 2**40) }.to raise_error(RangeError)
+        # NUM2INT, with master's C accelerator's messages.
+        expect { nested.read(buffer_prot, nil) }.to raise_error(TypeError, "no implicit conversion from nil to integer")
+        expect { nested.write(buffer_prot, "5") }.to raise_error(TypeError, "no implicit conversion of String into Integer")
+        expect { nested.read(buffer_prot, 2**40) }.to raise_error(RangeError, "integer 1099511627776 too big to convert to `int'")
       end
     end
   end

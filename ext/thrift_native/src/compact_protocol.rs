@@ -1,4 +1,4 @@
-//! `Thrift::CompactProtocol`: every read/write method of the C accelerator (contract section 3), defined on the
+//! `Thrift::CompactProtocol`: every read/write method of the C accelerator (thrift's `ext/compact_protocol.c`), on the
 //! Ruby class itself. Field-id deltas use the real `@last_field` Array as a stack, boolean fields the real
 //! `@boolean_field`/`@bool_value` ivars, so the Ruby methods that remain (`skip`, `to_s`) keep working.
 //!

@@ -142,6 +142,7 @@ mod ruby_3_1 {
             let (ptr, len) = unsafe { ivars(obj) };
             let mut found = None;
             for i in 0..len {
+                // SAFETY: `i` is below the object's ivar count.
                 if unsafe { *ptr.add(i as usize) } == v {
                     if found.is_some() {
                         return;

@@ -3,6 +3,8 @@
 //! `Init_thrift_native` probes the loaded thrift library, then lets each file define its Ruby class's methods.
 //! Nothing but a LoadError leaves Init: thrift's own `thrift/thrift_native.rb` rescues only LoadError.
 
+#![warn(clippy::undocumented_unsafe_blocks)]
+
 mod binary_protocol;
 mod bytes;
 mod compact_protocol;

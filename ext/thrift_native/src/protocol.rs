@@ -20,7 +20,7 @@ pub fn checked_integer(ruby: &Ruby, v: Value, min: i64, max: i64) -> Result<i64,
     let n = match rb::fixnum_value(raw) {
         Some(n) => n,
         // A Bignum beyond 64 bits raises NUM2LL's own RangeError.
-        None if rb::is_integer(raw) => i64::try_convert(v)?,
+        None if rb::is_integer(raw) => rb::to_i64(raw)?,
         None => return Err(errors::integer_expected(ruby)),
     };
     if n < min || n > max {
@@ -61,12 +61,14 @@ pub fn not_nil(ruby: &Ruby, v: Value) -> Result<Value, Error> {
 pub fn float_value(v: Value) -> Result<f64, Error> {
     let raw = v.as_raw();
     let api = get_default();
-    // SAFETY: float_type_p checks the tag before reading a header; num2dbl of a Float cannot raise.
+    // SAFETY: float_type_p checks the tag before reading a header.
     if unsafe { api.float_type_p(raw) } {
+        // SAFETY: num2dbl of a Float only reads it; it cannot raise.
         return Ok(unsafe { api.num2dbl(raw) });
     }
     // SAFETY: protected; rb_Float raises TypeError/ArgumentError for what it cannot convert, and returns a Float.
     let f = protect(|| unsafe { rb_sys::rb_Float(raw) })?;
+    // SAFETY: `f` is a Float, as rb_Float returns.
     Ok(unsafe { api.num2dbl(f) })
 }
 
@@ -157,7 +159,7 @@ impl Pending {
         }
     }
 
-    /// Writes what was gathered, then passes the check's result on.
+    /// Writes what was gathered (one `trans.write`, or one append to the buffer).
     pub fn flush(&mut self) -> Result<(), Error> {
         if self.len > 0 {
             let len = std::mem::take(&mut self.len);

@@ -1,8 +1,10 @@
-//! Thrift wire codecs and gzip framing with no Ruby in them.
+//! thrift_native without Ruby: the binary and compact encodings, the struct codec, UUID text and gzip.
 //!
-//! Everything here works on byte slices (or, for the headers of `wire`, on any byte source), so it is tested with
-//! `cargo test` and fuzzed without a Ruby. The Ruby binding (`ext/thrift_native`) moves bytes between Ruby Strings
-//! and these functions; `schema` runs the struct decoding algorithm on plain Rust values for tests and fuzzing.
+//! Everything here is generic over where bytes come from and what values are made of, so `cargo test` and the fuzz
+//! targets run it with byte slices and plain Rust values (`codec::plain`), and the Ruby binding (`ext/thrift_native`)
+//! runs the same code with a transport's String and Ruby objects.
+
+#![warn(clippy::undocumented_unsafe_blocks)]
 
 pub mod binary;
 pub mod codec;

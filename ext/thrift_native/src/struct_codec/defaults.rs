@@ -1,5 +1,5 @@
 //! Field defaults when a struct is read: what `Thrift::Struct#initialize` sets on a new instance, and the C
-//! accelerator's reset of an instance that already has ivars (contract section 5.2).
+//! accelerator's reset of an instance that already has ivars (thrift's `ext/struct.c`, `rb_thrift_struct_read`).
 
 use magnus::{Error, Ruby};
 use rb_sys::VALUE;

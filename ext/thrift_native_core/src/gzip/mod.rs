@@ -1,6 +1,8 @@
-//! Gzip framing (RFC 1952) exactly as Ruby's `Zlib::GzipWriter` writes it: the header bytes for a given mtime, level,
-//! original name, comment and OS code, the XFL rule, and the 8-byte footer. The deflate body is not here: the binding
-//! drives a raw deflate stream (window 15, memLevel 8) itself.
+//! Gzip as Ruby's `Zlib::GzipWriter` writes it: the framing (RFC 1952: the header bytes for a given mtime, level,
+//! original name, comment and OS code, the XFL rule, the 8-byte footer) here, and the deflate body in [`deflate`]:
+//! a raw deflate stream (window 15, memLevel 8) with zlib's answers to every flush mode, before and after FINISH.
+
+pub mod deflate;
 
 /// First two bytes of every gzip member, then CM = 8 (deflate).
 pub const MAGIC_AND_METHOD: [u8; 3] = [0x1f, 0x8b, 0x08];
