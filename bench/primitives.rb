@@ -14,31 +14,9 @@ SECONDS = Float(ARGV.fetch(1, "0.3"))
 PROTOCOL_NAME = ARGV.fetch(2, "binary")
 abort "protocol: binary or compact" unless %w[binary compact].include?(PROTOCOL_NAME)
 
-case IMPL
-when "pure"
-  $LOADED_FEATURES << "thrift_native.so" # keeps thrift.rb from loading any accelerator
-  require "thrift"
-when "c"
-  require "thrift"
-  abort "the C accelerator did not load" unless defined?(Thrift::BinaryProtocolAccelerated) && !defined?(ThriftNative)
-when "c-master"
-  dir = ENV.fetch("THRIFT_MASTER_RB")
-  $LOAD_PATH.unshift File.join(dir, "lib"), File.join(dir, "ext")
-  require "thrift"
-  abort "the master C accelerator did not load" unless $LOADED_FEATURES.include?(File.join(dir, "ext", "thrift_native.so"))
-when "ours"
-  $LOAD_PATH.unshift File.expand_path("../lib", __dir__)
-  require "thrift_native"
-  abort "thrift_native is not active" unless ThriftNative.active?
-else
-  abort "usage: primitives.rb pure|c|c-master|ours [seconds] [binary|compact]"
-end
-# The accelerators define CompactProtocol's methods on the Ruby class itself; BinaryProtocol stays pure Ruby.
-PROTOCOL = if PROTOCOL_NAME == "compact"
-             Thrift::CompactProtocol
-           else
-             IMPL == "pure" ? Thrift::BinaryProtocol : Thrift::BinaryProtocolAccelerated
-           end
+require_relative "../spec/support/accelerator"
+Accelerator.load(IMPL)
+PROTOCOL = Accelerator.protocol_class(PROTOCOL_NAME)
 
 UUID = "00112233-4455-6677-8899-aabbccddeeff"
 # [name, value written, values per buffer]: buffers stay under GARBAGE_BUFFER_SIZE, as a typical message does.

@@ -8,9 +8,8 @@
 # accelerator is added: Debian's thrift 0.14 has no UUID methods to compare read_uuid with.
 
 require "json"
-require "open3"
-require "rbconfig"
 require "time"
+require_relative "../spec/support/child_ruby"
 
 SECONDS = ARGV.fetch(0, "0.5")
 IMPLS = (ENV["THRIFT_MASTER_RB"] ? %w[pure c c-master ours] : %w[pure c ours]).freeze
@@ -23,13 +22,10 @@ def run_suite(script, *args)
   results = Hash.new { |h, k| h[k] = {} }
   IMPLS.each do |impl|
     $stderr.print "#{script} #{args.join(" ")} [#{LABELS[impl]}] "
-    Open3.popen2(RbConfig.ruby, File.expand_path(script, __dir__), impl, SECONDS, *args) do |_stdin, out, wait|
-      out.each_line do |line|
-        row = JSON.parse(line)
-        results[row.fetch("op")][impl] = row
-        $stderr.print "."
-      end
-      raise "#{script} #{impl} failed" unless wait.value.success?
+    ChildRuby.each_line(File.expand_path(script, __dir__), impl, SECONDS, *args) do |line|
+      row = JSON.parse(line)
+      results[row.fetch("op")][impl] = row
+      $stderr.print "."
     end
     $stderr.puts
   end

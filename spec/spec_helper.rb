@@ -1,13 +1,18 @@
 # frozen_string_literal: true
 
+# spec/unit: one class's behaviour, in this process. spec/integration: comparisons with pure Ruby and the installed
+# C accelerator in child processes, loading, packaging.
+
 $LOAD_PATH.unshift File.expand_path("../lib", __dir__)
 require "thrift_native"
-require "rbconfig"
-require "open3"
+require_relative "support/child_ruby"
 require_relative "support/custom_transport"
 require_relative "support/struct_runs"
 
 module SpecSupport
+  ROOT = File.expand_path("..", __dir__)
+  LIB = File.join(ROOT, "lib")
+
   # Objects allocated by one run of the block, measured after a first (warm-up) run has filled Ruby's call caches.
   def allocations
     yield
@@ -36,22 +41,6 @@ module SpecSupport
       i += 1
     end
     allocated_objects - before
-  end
-
-  # Runs Ruby code in a child process (only one thrift_native can be loaded per process) and returns its stdout.
-  # `accelerator` is :c (Debian's C extension from ruby-thrift), :ours or :pure.
-  def run_ruby(code, accelerator:)
-    args = [RbConfig.ruby]
-    args += ["-I", File.expand_path("../lib", __dir__)] if accelerator == :ours
-    prelude = case accelerator
-              when :c then 'require "thrift"; abort "C accelerator not loaded" if defined?(ThriftNative)'
-              when :ours then 'require "thrift_native"'
-              when :pure then '$LOADED_FEATURES << "thrift_native.so"; require "thrift"'
-              end
-    out, err, status = Open3.capture3(*args, "-e", "#{prelude}\n#{code}")
-    raise "child Ruby failed (#{accelerator}): #{err}" unless status.success?
-
-    out
   end
 end
 

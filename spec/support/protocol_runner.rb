@@ -9,25 +9,11 @@
 # same transport (a compact reader starts with its own field-id stack); [:reset, bytes] starts over: the transport
 # holds just `bytes`, read by a fresh protocol.
 
-accelerator = ARGV.fetch(0)
-transport_kind = ARGV.fetch(1, "plain")
-protocol = ARGV.fetch(2, "binary")
+require_relative "accelerator"
 
-case accelerator
-when "pure"
-  $LOADED_FEATURES << "thrift_native.so"
-  require "thrift"
-when "c"
-  require "thrift"
-  abort "C accelerator not loaded" if defined?(ThriftNative) || !defined?(Thrift::BinaryProtocolAccelerated)
-when "ours"
-  $LOAD_PATH.unshift File.expand_path("../../lib", __dir__)
-  require "thrift_native"
-end
-protocol_class = case protocol
-                 when "compact" then Thrift::CompactProtocol
-                 when "binary" then accelerator == "pure" ? Thrift::BinaryProtocol : Thrift::BinaryProtocolAccelerated
-                 end
+Accelerator.load(ARGV.fetch(0))
+transport_kind = ARGV.fetch(1, "plain")
+protocol_class = Accelerator.protocol_class(ARGV.fetch(2, "binary"))
 
 # A subclass takes the dispatch path: every transport call goes through Ruby.
 class RecordingTransport < Thrift::MemoryBufferTransport

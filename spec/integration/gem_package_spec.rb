@@ -1,14 +1,15 @@
 # frozen_string_literal: true
 
+require "open3"
 require "tmpdir"
 
 # Builds the gem, installs it offline into a scratch GEM_HOME (which compiles the extension with cargo, as
 # `gem install` does for a user) and loads it from there. Slow (a release build): about a minute.
 RSpec.describe "The packaged gem" do
-  ROOT = File.expand_path("..", __dir__)
+  root = SpecSupport::ROOT
 
   it "packages neither build outputs nor the fuzz crate, whatever lies in the work tree" do
-    files = Gem::Specification.load(File.join(ROOT, "thrift_native.gemspec")).files
+    files = Gem::Specification.load(File.join(root, "thrift_native.gemspec")).files
     expect(files).to include("ext/thrift_native_core/src/compact.rs", "ext/thrift_native/src/lib.rs", "Cargo.lock")
     expect(files.grep(%r{(\A|/)(target|fuzz)/})).to eq([])
   end
@@ -17,7 +18,7 @@ RSpec.describe "The packaged gem" do
     Dir.mktmpdir("thrift_native_gem") do |dir|
       gem_file = File.join(dir, "thrift_native.gem")
       home = File.join(dir, "home")
-      out, status = Open3.capture2e("gem", "build", "thrift_native.gemspec", "--output", gem_file, chdir: ROOT)
+      out, status = Open3.capture2e("gem", "build", "thrift_native.gemspec", "--output", gem_file, chdir: root)
       expect(status).to be_success, out
       out, status = Open3.capture2e("gem", "install", "--local", "--no-document", "--install-dir", home, gem_file)
       expect(status).to be_success, out
@@ -31,8 +32,8 @@ RSpec.describe "The packaged gem" do
       env = { "GEM_HOME" => home, "GEM_PATH" => ([home] + Gem.path).join(File::PATH_SEPARATOR) }
       code = 'gem "thrift_native"; require "thrift"; require "thrift_native"; ' \
              'p [ThriftNative.active?, ThriftNative::VERSION, $LOADED_FEATURES.grep(/thrift_native\.so\z/).map { |f| f.start_with?(ENV["GEM_HOME"]) }]'
-      out, err, status = Open3.capture3(env, RbConfig.ruby, "-e", code, chdir: dir)
-      expect([status.success?, err]).to eq([true, ""])
+      out, err, ok = ChildRuby.capture("-e", code, env: env, chdir: dir)
+      expect([ok, err]).to eq([true, ""])
       expect(out).to eq("[true, #{ThriftNative::VERSION.inspect}, [true]]\n")
     end
   end

@@ -4,24 +4,7 @@
 # thrift 0.14 thrift_native.so) and thrift_native, each in its own process: the bytes and the values read back
 # must be identical.
 module DifferentialRun
-  RUNNER = File.expand_path("support/protocol_runner.rb", __dir__)
-
-  # Runs ops in a child process (see support/protocol_runner.rb) and returns its results, bytes and transport calls.
-  def run_ops(accelerator, ops, transport, protocol)
-    out, err, status = Open3.capture3(RbConfig.ruby, RUNNER, accelerator, transport, protocol,
-                                      stdin_data: Marshal.dump(ops), binmode: true)
-    raise "runner (#{accelerator}, #{protocol}) failed: #{err}" unless status.success?
-
-    Marshal.load(out)
-  end
-end
-
-RSpec.describe "BinaryProtocolAccelerated, differentially" do
-  include DifferentialRun
-
-  def run(accelerator, ops, transport = "plain")
-    run_ops(accelerator, ops, transport, "binary")
-  end
+  RUNNER = File.expand_path("../support/protocol_runner.rb", __dir__)
 
   VALUE_MAKERS = {
     byte: ->(r) { r.rand(-128..127) },
@@ -34,11 +17,28 @@ RSpec.describe "BinaryProtocolAccelerated, differentially" do
     binary: ->(r) { r.bytes(r.rand(0..64)) }
   }.freeze
 
+  # Thrift types with a compact type, and the Thrift types a compact container element can have.
+  SCALAR_TYPES = { byte: 3, i16: 6, i32: 8, i64: 10, double: 4, string: 11, bool: 2 }.freeze
+  CONTAINER_ELEMENT_TYPES = [2, 3, 4, 6, 8, 10, 11, 12, 13, 14, 15].freeze
+
+  # Runs ops in a child process (see support/protocol_runner.rb) and returns its results, bytes and transport calls.
+  def run_ops(accelerator, ops, transport, protocol)
+    ChildRuby.marshal(RUNNER, accelerator, transport, protocol, input: ops)
+  end
+end
+
+RSpec.describe "BinaryProtocolAccelerated, differentially" do
+  include DifferentialRun
+
+  def run(accelerator, ops, transport = "plain")
+    run_ops(accelerator, ops, transport, "binary")
+  end
+
   def random_ops(seed, count)
     r = Random.new(seed)
     writes = Array.new(count) do
-      type = VALUE_MAKERS.keys.sample(random: r)
-      [type, VALUE_MAKERS.fetch(type).call(r)]
+      type = DifferentialRun::VALUE_MAKERS.keys.sample(random: r)
+      [type, DifferentialRun::VALUE_MAKERS.fetch(type).call(r)]
     end
     headers = [[:write_message_begin, "method#{r.rand(100)}", r.rand(1..4), r.rand(-(2**31)..(2**31 - 1))],
                [:write_field_begin, "f", r.rand(1..16), r.rand(-32_768..32_767)],
@@ -100,8 +100,8 @@ RSpec.describe "BinaryProtocolAccelerated, differentially" do
   end
 end
 
-# The same, for CompactProtocol: pure Ruby's CompactProtocol, Debian's 0.14 C accelerator's and ours. Contract
-# section 3 is master's C accelerator; where Debian's 0.14 C differs (section 9.2), the last example shows both.
+# The same, for CompactProtocol: pure Ruby's CompactProtocol, Debian's 0.14 C accelerator's and ours. Ours follows
+# master's C accelerator; where Debian's 0.14 C differs, the last example shows both.
 RSpec.describe "CompactProtocol, differentially" do
   include DifferentialRun
 
@@ -109,9 +109,6 @@ RSpec.describe "CompactProtocol, differentially" do
     run_ops(accelerator, ops, transport, "compact")
   end
 
-  # Thrift types with a compact type, and a value maker for the scalar ones.
-  SCALAR_TYPES = { byte: 3, i16: 6, i32: 8, i64: 10, double: 4, string: 11, bool: 2 }.freeze
-  CONTAINER_ELEMENT_TYPES = [2, 3, 4, 6, 8, 10, 11, 12, 13, 14, 15].freeze
 
   # Units of [writes, reads]: naked values, structs of fields (bool fields included), container headers and message
   # envelopes. All writes come first, then a fresh protocol reads everything back in the same order.
@@ -119,28 +116,28 @@ RSpec.describe "CompactProtocol, differentially" do
     Array.new(count) do
       case r.rand(6)
       when 0
-        fields = Array.new(r.rand(1..6)) { [SCALAR_TYPES.keys.sample(random: r), r.rand(-40..300)] }
+        fields = Array.new(r.rand(1..6)) { [DifferentialRun::SCALAR_TYPES.keys.sample(random: r), r.rand(-40..300)] }
         writes = [[:write_struct_begin, "S"]]
         reads = [[:read_struct_begin]]
         fields.each do |type, id|
-          writes += [[:write_field_begin, "f", SCALAR_TYPES.fetch(type), id], [:"write_#{type}", VALUE_MAKERS.fetch(type).call(r)],
+          writes += [[:write_field_begin, "f", DifferentialRun::SCALAR_TYPES.fetch(type), id], [:"write_#{type}", DifferentialRun::VALUE_MAKERS.fetch(type).call(r)],
                      [:write_field_end]]
           reads += [[:read_field_begin], [:"read_#{type}"], [:read_field_end]]
         end
         [writes + [[:write_field_stop], [:write_struct_end]], reads + [[:read_field_begin], [:read_struct_end]]]
       when 1
-        k, v = CONTAINER_ELEMENT_TYPES.sample(2, random: r)
+        k, v = DifferentialRun::CONTAINER_ELEMENT_TYPES.sample(2, random: r)
         [[[:write_map_begin, k, v, [0, r.rand(1..20), r.rand(0..(2**31 - 1))].sample(random: r)]], [[:read_map_begin]]]
       when 2
-        e = CONTAINER_ELEMENT_TYPES.sample(random: r)
+        e = DifferentialRun::CONTAINER_ELEMENT_TYPES.sample(random: r)
         method = %i[list set].sample(random: r)
         [[[:"write_#{method}_begin", e, [r.rand(0..14), 15, r.rand(0..(2**31 - 1))].sample(random: r)]], [[:"read_#{method}_begin"]]]
       when 3
         # Non-negative sequence ids: pure 0.14's write_varint32 never ends for a negative one.
         [[[:write_message_begin, "method#{r.rand(100)}", r.rand(1..4), r.rand(0..(2**31 - 1))]], [[:read_message_begin]]]
       else
-        type = VALUE_MAKERS.keys.sample(random: r)
-        [[[:"write_#{type}", VALUE_MAKERS.fetch(type).call(r)]], [[:"read_#{type}"]]]
+        type = DifferentialRun::VALUE_MAKERS.keys.sample(random: r)
+        [[[:"write_#{type}", DifferentialRun::VALUE_MAKERS.fetch(type).call(r)]], [[:"read_#{type}"]]]
       end
     end
   end

@@ -1,31 +1,17 @@
 # frozen_string_literal: true
 
+require_relative "../support/protocol_context"
+
 # Thrift::CompactProtocol with thrift_native's methods. Expectations come from master's C accelerator
 # (apache/thrift lib/rb/ext/compact_protocol.c) and from upstream's compact_protocol_spec; where Debian's 0.14 C
-# accelerator behaves differently, the example says so and spec/differential_spec.rb shows both side by side.
+# accelerator behaves differently, the example says so and spec/integration/differential_spec.rb shows both side by side.
 RSpec.describe Thrift::CompactProtocol do
-  let(:trans) { Thrift::MemoryBufferTransport.new }
-  let(:prot) { described_class.new(trans) }
-
-  def written
-    trans.instance_variable_get(:@buf).byteslice(trans.instance_variable_get(:@index)..)
-  end
-
-  def feed(bytes)
-    trans.write(bytes.b)
-  end
+  include_context "a protocol over a memory buffer"
+  it_behaves_like "a protocol whose read ends are nil"
 
   def reader_of(bytes)
     described_class.new(Thrift::MemoryBufferTransport.new(bytes.b))
   end
-
-  def protocol_error(type, message)
-    raise_error(Thrift::ProtocolException, message) { |e| expect(e.type).to eq(type) }
-  end
-
-  INVALID_DATA = Thrift::ProtocolException::INVALID_DATA
-  SIZE_LIMIT = Thrift::ProtocolException::SIZE_LIMIT
-  BAD_VERSION = Thrift::ProtocolException::BAD_VERSION
 
   it "is the Ruby class itself, with thrift_native's methods" do
     expect(prot.native?).to be(true)
@@ -133,13 +119,6 @@ RSpec.describe Thrift::CompactProtocol do
   end
 
   describe "write errors" do
-    def error_of
-      yield
-      nil
-    rescue StandardError => e
-      [e.class, e.message]
-    end
-
     it "rejects nil with StandardError, other types with TypeError, out-of-range values with RangeError, before writing" do
       %i[write_byte write_i16 write_i32 write_i64 write_double].each do |m|
         expect(error_of { prot.public_send(m, nil) }).to eq([StandardError, "nil argument not allowed!"])
@@ -171,19 +150,19 @@ RSpec.describe Thrift::CompactProtocol do
       expect(written).to eq("")
     end
 
-    it "raises INVALID_DATA for STOP and unknown field types, before writing (pure Ruby writes STOP as 0x10)" do
+    it "raises Thrift::ProtocolException::INVALID_DATA for STOP and unknown field types, before writing (pure Ruby writes STOP as 0x10)" do
       prot.write_struct_begin("S")
       [0, 1, 99, Thrift::Types::VOID].each do |type|
-        expect { prot.write_field_begin("f", type, 1) }.to protocol_error(INVALID_DATA, "Unknown compact type: #{type}")
+        expect { prot.write_field_begin("f", type, 1) }.to protocol_error(Thrift::ProtocolException::INVALID_DATA, "Unknown compact type: #{type}")
       end
-      expect { prot.write_list_begin(99, 1) }.to protocol_error(INVALID_DATA, "Unknown compact type: 99")
-      expect { prot.write_set_begin(0, 20) }.to protocol_error(INVALID_DATA, "Unknown compact type: 0")
+      expect { prot.write_list_begin(99, 1) }.to protocol_error(Thrift::ProtocolException::INVALID_DATA, "Unknown compact type: 99")
+      expect { prot.write_set_begin(0, 20) }.to protocol_error(Thrift::ProtocolException::INVALID_DATA, "Unknown compact type: 0")
       expect(prot.instance_variable_get(:@last_field)).to eq([0, 0])
       expect(written).to eq("")
     end
 
     it "has written a map's size when one of its types is unknown, as pure Ruby and the C accelerator" do
-      expect { prot.write_map_begin(8, 99, 3) }.to protocol_error(INVALID_DATA, "Unknown compact type: 99")
+      expect { prot.write_map_begin(8, 99, 3) }.to protocol_error(Thrift::ProtocolException::INVALID_DATA, "Unknown compact type: 99")
       expect(written).to eq("\x03".b)
     end
 
@@ -207,10 +186,10 @@ RSpec.describe Thrift::CompactProtocol do
       expect(written).to eq("\x82\x21\x01".b) # the name is converted after the header is written
     end
 
-    it "raises INVALID_DATA for bad UUIDs" do
-      expect { prot.write_uuid("00112233-4455-6677-8899-aabbccddeefg") }.to protocol_error(INVALID_DATA, "Invalid UUID format")
-      expect { prot.write_uuid("0011223304455-6677-8899-aabbccddeeff") }.to protocol_error(INVALID_DATA, "Invalid UUID format")
-      [nil, 12].each { |bad| expect { prot.write_uuid(bad) }.to protocol_error(INVALID_DATA, "UUID must be a string") }
+    it "raises Thrift::ProtocolException::INVALID_DATA for bad UUIDs" do
+      expect { prot.write_uuid("00112233-4455-6677-8899-aabbccddeefg") }.to protocol_error(Thrift::ProtocolException::INVALID_DATA, "Invalid UUID format")
+      expect { prot.write_uuid("0011223304455-6677-8899-aabbccddeeff") }.to protocol_error(Thrift::ProtocolException::INVALID_DATA, "Invalid UUID format")
+      [nil, 12].each { |bad| expect { prot.write_uuid(bad) }.to protocol_error(Thrift::ProtocolException::INVALID_DATA, "UUID must be a string") }
       expect(written).to eq("")
     end
   end
@@ -347,12 +326,6 @@ RSpec.describe Thrift::CompactProtocol do
       s = prot.read_string
       expect([s.bytes, s.encoding, s.valid_encoding?]).to eq([[255], Encoding::UTF_8, false])
     end
-
-    it "are nil for the *_end methods and read_struct_begin (pure Ruby returns \"\")" do
-      %i[read_message_end read_struct_begin read_struct_end read_field_end read_map_end read_list_end read_set_end].each do |m|
-        expect(prot.public_send(m)).to be_nil
-      end
-    end
   end
 
   describe "read_message_begin" do
@@ -363,16 +336,16 @@ RSpec.describe Thrift::CompactProtocol do
       expect(prot.read_message_begin).to eq(["a", 7, -1])
     end
 
-    it "rejects a wrong protocol id or version with BAD_VERSION (0.14's C: code -1, swapped version message)" do
+    it "rejects a wrong protocol id or version with Thrift::ProtocolException::BAD_VERSION (0.14's C: code -1, swapped version message)" do
       { "\x00" => "Expected protocol id -126 but got 0", "\x81" => "Expected protocol id -126 but got -127",
         "\x82\x00" => "Expected version 1 but got 0", "\x82\x22" => "Expected version 1 but got 2" }.each do |bytes, message|
-        expect { reader_of(bytes).read_message_begin }.to protocol_error(BAD_VERSION, message)
+        expect { reader_of(bytes).read_message_begin }.to protocol_error(Thrift::ProtocolException::BAD_VERSION, message)
       end
     end
 
     it "limits the name's length as read_binary does" do
       expect { reader_of("\x82\x21\x00\x80\x80\x80\x80\x08").read_message_begin }
-        .to protocol_error(SIZE_LIMIT, "Binary size limit exceeded")
+        .to protocol_error(Thrift::ProtocolException::SIZE_LIMIT, "Binary size limit exceeded")
     end
 
     it "calls trans.reset_message_size first when @reset_message_size is set" do
@@ -384,21 +357,21 @@ RSpec.describe Thrift::CompactProtocol do
   end
 
   describe "bad input" do
-    it "accepts 5-byte varint32s up to 32 bits and rejects longer or wider ones with INVALID_DATA" do
+    it "accepts 5-byte varint32s up to 32 bits and rejects longer or wider ones with Thrift::ProtocolException::INVALID_DATA" do
       expect(reader_of("\x80\x80\x80\x80\x0F").read_i32).to eq(2_013_265_920) # unzigzag of 0xF0000000
       expect(reader_of("\xFF\xFF\xFF\xFF\x0F").read_i32).to eq(-(2**31))
       [0x10, 0x7F].each do |last|
         expect { reader_of("\x80\x80\x80\x80#{last.chr}").read_i32 }
-          .to protocol_error(INVALID_DATA, "Variable-length int overflows uint32.")
+          .to protocol_error(Thrift::ProtocolException::INVALID_DATA, "Variable-length int overflows uint32.")
       end
       %i[read_i16 read_i32 read_binary read_string read_map_begin].each do |m|
         expect { reader_of("\x80\x80\x80\x80\x80\x01").public_send(m) }
-          .to protocol_error(INVALID_DATA, "Variable-length int over 5 bytes.")
+          .to protocol_error(Thrift::ProtocolException::INVALID_DATA, "Variable-length int over 5 bytes.")
       end
     end
 
     it "rejects varint64s over 10 bytes and drops the 10th byte's bits beyond 64" do
-      expect { reader_of("\x80" * 10).read_i64 }.to protocol_error(INVALID_DATA, "Variable-length int over 10 bytes.")
+      expect { reader_of("\x80" * 10).read_i64 }.to protocol_error(Thrift::ProtocolException::INVALID_DATA, "Variable-length int over 10 bytes.")
       expect(reader_of("#{"\xFF" * 9}\x7F").read_i64).to eq(-(2**63))
     end
 
@@ -434,21 +407,21 @@ RSpec.describe Thrift::CompactProtocol do
       expect(trans.available).to eq(3)
     end
 
-    it "raises INVALID_DATA for unknown compact types, after pushing a field's id" do
-      expect { reader_of("\x1E").read_list_begin }.to protocol_error(INVALID_DATA, "Unknown compact type: 14")
-      expect { reader_of("\x01\xE8").read_map_begin }.to protocol_error(INVALID_DATA, "Unknown compact type: 14")
-      expect { reader_of("\x01\x8F").read_map_begin }.to protocol_error(INVALID_DATA, "Unknown compact type: 15")
+    it "raises Thrift::ProtocolException::INVALID_DATA for unknown compact types, after pushing a field's id" do
+      expect { reader_of("\x1E").read_list_begin }.to protocol_error(Thrift::ProtocolException::INVALID_DATA, "Unknown compact type: 14")
+      expect { reader_of("\x01\xE8").read_map_begin }.to protocol_error(Thrift::ProtocolException::INVALID_DATA, "Unknown compact type: 14")
+      expect { reader_of("\x01\x8F").read_map_begin }.to protocol_error(Thrift::ProtocolException::INVALID_DATA, "Unknown compact type: 15")
       feed("\x1E")
-      expect { prot.read_field_begin }.to protocol_error(INVALID_DATA, "Unknown compact type: 14")
+      expect { prot.read_field_begin }.to protocol_error(Thrift::ProtocolException::INVALID_DATA, "Unknown compact type: 14")
       expect(prot.instance_variable_get(:@last_field)).to eq([1])
     end
 
-    it "limits container sizes to INT32_MAX with SIZE_LIMIT" do
+    it "limits container sizes to INT32_MAX with Thrift::ProtocolException::SIZE_LIMIT" do
       expect(reader_of("\xF5\xFF\xFF\xFF\xFF\x07").read_list_begin).to eq([Thrift::Types::I32, 2**31 - 1])
       ["\x80\x80\x80\x80\x08", "\xFF\xFF\xFF\xFF\x0F"].each do |size|
-        expect { reader_of("#{size}\x55").read_map_begin }.to protocol_error(SIZE_LIMIT, "Container size limit exceeded")
+        expect { reader_of("#{size}\x55").read_map_begin }.to protocol_error(Thrift::ProtocolException::SIZE_LIMIT, "Container size limit exceeded")
         %i[read_list_begin read_set_begin].each do |m|
-          expect { reader_of("\xF5#{size}").public_send(m) }.to protocol_error(SIZE_LIMIT, "Container size limit exceeded")
+          expect { reader_of("\xF5#{size}").public_send(m) }.to protocol_error(Thrift::ProtocolException::SIZE_LIMIT, "Container size limit exceeded")
         end
       end
     end
@@ -457,8 +430,8 @@ RSpec.describe Thrift::CompactProtocol do
       ["\x80\x80\x80\x80\x08", "\xFF\xFF\xFF\xFF\x0F"].each do |size|
         t = Thrift::MemoryBufferTransport.new(size.b)
         expect(t).not_to receive(:read_all)
-        expect { described_class.new(t).read_binary }.to protocol_error(SIZE_LIMIT, "Binary size limit exceeded")
-        expect { reader_of(size).read_string }.to protocol_error(SIZE_LIMIT, "Binary size limit exceeded")
+        expect { described_class.new(t).read_binary }.to protocol_error(Thrift::ProtocolException::SIZE_LIMIT, "Binary size limit exceeded")
+        expect { reader_of(size).read_string }.to protocol_error(Thrift::ProtocolException::SIZE_LIMIT, "Binary size limit exceeded")
       end
     end
 

@@ -2,26 +2,30 @@
 
 require "tmpdir"
 
-# Each example loads Ruby afresh in a child process: only one thrift_native can be loaded per process.
-RSpec.describe "Loading thrift_native" do
-  LIB = File.expand_path("../lib", __dir__)
+# What a child below prints: whether ours is active, what was replaced, whether thrift is loaded, and whose
+# thrift_native.so files were loaded (LIB is the child's own constant: this project's lib/).
+module LoadingReport
   REPORT = 'p [ThriftNative.active?, ThriftNative.replaced_methods, defined?(Thrift::Struct) ? 1 : 0, ' \
            '$LOADED_FEATURES.grep(/thrift_native\.so\z/).map { |f| f.start_with?(LIB) ? :ours : :other }]'
+end
+
+# Each example loads Ruby afresh in a child process: only one thrift_native can be loaded per process.
+RSpec.describe "Loading thrift_native" do
+  let(:lib) { SpecSupport::LIB }
 
   def ruby(*args, code)
-    out, err, status = Open3.capture3(RbConfig.ruby, *args, "-e", "LIB = #{LIB.inspect}\n#{code}")
-    [out, err, status.success?]
+    ChildRuby.capture(*args, "-e", "LIB = #{SpecSupport::LIB.inspect}\n#{code}")
   end
 
   it "loads thrift and the accelerator with require \"thrift_native\" alone" do
-    out, err, ok = ruby("-I", LIB, "require 'thrift_native'\n#{REPORT}\np ThriftNative::VERSION")
+    out, err, ok = ruby("-I", lib, "require 'thrift_native'\n#{LoadingReport::REPORT}\np ThriftNative::VERSION")
     expect([ok, err]).to eq([true, ""])
     expect(out).to eq("[true, [], 1, [:ours]]\n#{ThriftNative::VERSION.inspect}\n")
   end
 
   it "ends with ours active whichever of thrift and thrift_native is required first" do
-    first = ruby("-I", LIB, "require 'thrift'\nrequire 'thrift_native'\n#{REPORT}")
-    second = ruby("-I", LIB, "require 'thrift_native'\nrequire 'thrift'\n#{REPORT}")
+    first = ruby("-I", lib, "require 'thrift'\nrequire 'thrift_native'\n#{LoadingReport::REPORT}")
+    second = ruby("-I", lib, "require 'thrift_native'\nrequire 'thrift'\n#{LoadingReport::REPORT}")
     expect(first).to eq(["[true, [], 1, [:ours]]\n", "", true])
     expect(second).to eq(first)
   end
@@ -32,7 +36,7 @@ RSpec.describe "Loading thrift_native" do
       raise "the C accelerator should be loaded here" if defined?(ThriftNative)
       $LOAD_PATH.unshift LIB
       require "thrift_native"
-      #{REPORT}
+      #{LoadingReport::REPORT}
       t = Thrift::MemoryBufferTransport.new
       pr = Thrift::BinaryProtocolAccelerated.new(t)
       pr.write_uuid("00112233-4455-6677-8899-aabbccddeeff")
@@ -44,11 +48,11 @@ RSpec.describe "Loading thrift_native" do
   it "reports methods that something loaded later replaced" do
     code = "require 'thrift_native'\nclass Thrift::BinaryProtocolAccelerated; def read_i32 = 0; end\n" \
            "p ThriftNative.active?, ThriftNative.replaced_methods"
-    expect(ruby("-I", LIB, code)).to eq(["false\n[\"Thrift::BinaryProtocolAccelerated#read_i32\"]\n", "", true])
+    expect(ruby("-I", lib, code)).to eq(["false\n[\"Thrift::BinaryProtocolAccelerated#read_i32\"]\n", "", true])
   end
 
   it "probes the loaded thrift: 0.14 has no Types::UUID, DEFAULT_RECURSION_DEPTH or NEGATIVE_SIZE" do
-    out, = ruby("-I", LIB, "require 'thrift_native'\np ThriftNative::THRIFT_FEATURES")
+    out, = ruby("-I", lib, "require 'thrift_native'\np ThriftNative::THRIFT_FEATURES")
     expect(eval(out)).to eq( # rubocop:disable Security/Eval
       uuid_type: 16, uuid_type_defined: Thrift::Types.const_defined?(:UUID),
       default_recursion_depth: 64, transport_negative_size: 5
@@ -56,7 +60,7 @@ RSpec.describe "Loading thrift_native" do
   end
 
   it "raises a clear LoadError, and nothing else, when thrift is missing" do
-    out, err, ok = ruby("--disable-gems", "-I", LIB, <<~RUBY)
+    out, err, ok = ruby("--disable-gems", "-I", lib, <<~RUBY)
       begin
         require "thrift_native"
       rescue LoadError => e
@@ -70,7 +74,7 @@ RSpec.describe "Loading thrift_native" do
   it "raises a LoadError, not a NameError, when the loaded thrift is unusable" do
     Dir.mktmpdir do |dir|
       File.write(File.join(dir, "thrift.rb"), "module Thrift; class MemoryBufferTransport; end; class Union; end; end\n")
-      out, err, ok = ruby("--disable-gems", "-I", LIB, "-I", dir, <<~RUBY)
+      out, err, ok = ruby("--disable-gems", "-I", lib, "-I", dir, <<~RUBY)
         begin
           require "thrift_native"
         rescue LoadError => e
@@ -97,8 +101,8 @@ RSpec.describe "Loading thrift_native" do
       RUBY
       expected = "true\n{:uuid_type=>16, :uuid_type_defined=>true, :default_recursion_depth=>64, " \
                  ":transport_negative_size=>5}\n\"00112233-4455-6677-8899-aabbccddeeff\"\n[Thrift::TransportException, 5]\n"
-      first = ruby("--disable-gems", "-I", LIB, "-I", master_lib, "require 'thrift'\nrequire 'thrift_native'\n#{code}")
-      second = ruby("--disable-gems", "-I", LIB, "-I", master_lib, "require 'thrift_native'\nrequire 'thrift'\n#{code}")
+      first = ruby("--disable-gems", "-I", lib, "-I", master_lib, "require 'thrift'\nrequire 'thrift_native'\n#{code}")
+      second = ruby("--disable-gems", "-I", lib, "-I", master_lib, "require 'thrift_native'\nrequire 'thrift'\n#{code}")
       expect(first).to eq([expected, "", true])
       expect(second).to eq(first)
     end

@@ -2,16 +2,19 @@
 
 require "zlib"
 require "stringio"
-require_relative "support/codec_types"
-require_relative "support/codec_samples"
+require_relative "../support/codec_types"
+require_relative "../support/codec_samples"
 CodecTypes.load!
 
 # The struct codec (both protocols, fast and dispatch paths) and GzipWriter under GC.stress, under compaction that
 # moves every object, and from 8 threads at once. Expected bytes come from the installed C accelerator in a child
 # process, so every result here is checked exactly. GC_THREADS_SCALE multiplies the sizes (bin/stress raises it).
-RSpec.describe "GC and threads" do
+module GcThreads
   SCALE = Integer(ENV.fetch("GC_THREADS_SCALE", "1"))
   PROTOCOLS = { "binary" => Thrift::BinaryProtocolAccelerated, "compact" => Thrift::CompactProtocol }.freeze
+end
+
+RSpec.describe "GC and threads" do
 
   # Small Everything instances: scalars, a union, a few short containers of every shape, a nested child.
   def small_objects(count)
@@ -62,15 +65,15 @@ RSpec.describe "GC and threads" do
     Array.new(count) { |i| i.even? ? r.bytes(r.rand(0..300)) : "line #{i} " * r.rand(0..40) }
   end
 
-  PROTOCOLS.each do |name, klass|
+  GcThreads::PROTOCOLS.each do |name, klass|
     context "with the #{name} protocol" do
-      let(:count) { 2 * SCALE }
+      let(:count) { 2 * GcThreads::SCALE }
       let(:expected) { StructRuns.run("c", name, "write", 31, count) }
       let(:objects) { samples(31, count) }
 
       it "encodes and decodes exactly under GC.stress, on both paths" do
         # GC.stress collects at every allocation: small structs that still hold every kind of field.
-        objects = small_objects(SCALE)
+        objects = small_objects(GcThreads::SCALE)
         expected = StructRuns.run("c", name, "encode", input: objects)
         expect(expected.map(&:bytesize)).to all(be > 40)
         results = nil
@@ -105,7 +108,7 @@ RSpec.describe "GC and threads" do
   end
 
   describe ThriftNative::GzipWriter do
-    let(:chunks) { gzip_chunks(8, 12 * SCALE) }
+    let(:chunks) { gzip_chunks(8, 12 * GcThreads::SCALE) }
     let(:plain) { chunks.join + "end\n" }
 
     it "writes the same bytes under GC.stress" do
@@ -137,7 +140,7 @@ RSpec.describe "GC and threads" do
     end
 
     it "compresses past the GVL-release threshold correctly from 8 threads" do
-      big = Array.new(8) { |t| (("thread #{t} " * 5000) + Random.new(t).bytes(70_000)) * SCALE }
+      big = Array.new(8) { |t| (("thread #{t} " * 5000) + Random.new(t).bytes(70_000)) * GcThreads::SCALE }
       want = big.map { |b| gzip([b, b]) }
       got = 8.times.map { |t| Thread.new { gzip([big[t], big[t]]) } }.map(&:value)
       expect(got).to eq(want)
@@ -147,16 +150,16 @@ RSpec.describe "GC and threads" do
 
   it "gives exact results with 8 threads each using its own protocols, transports and writer" do
     seeds = (40...48).to_a
-    per = 3 * SCALE
-    expected = PROTOCOLS.keys.to_h { |name| [name, seeds.to_h { |s| [s, StructRuns.run("c", name, "write", s, per)] }] }
+    per = 3 * GcThreads::SCALE
+    expected = GcThreads::PROTOCOLS.keys.to_h { |name| [name, seeds.to_h { |s| [s, StructRuns.run("c", name, "write", s, per)] }] }
     objects = seeds.to_h { |s| [s, samples(s, per)] }
     chunks = seeds.to_h { |s| [s, gzip_chunks(s, 20)] }
     gz_want = seeds.to_h { |s| [s, gzip(chunks[s])] }
 
     threads = seeds.map do |s|
       Thread.new do
-        Array.new(3 * SCALE) do
-          PROTOCOLS.to_h do |name, klass|
+        Array.new(3 * GcThreads::SCALE) do
+          GcThreads::PROTOCOLS.to_h do |name, klass|
             k = s.even? ? klass : dispatching(klass)
             [name, [objects[s].map { |o| encode(o, k) }, expected[name][s].map { |b| decode(b, k) }]]
           end.merge("gzip" => gzip(chunks[s]))
@@ -165,9 +168,9 @@ RSpec.describe "GC and threads" do
     end
     threads.zip(seeds).each do |th, s|
       rounds = th.value
-      expect(rounds.size).to eq(3 * SCALE)
+      expect(rounds.size).to eq(3 * GcThreads::SCALE)
       rounds.each do |round|
-        PROTOCOLS.each_key do |name|
+        GcThreads::PROTOCOLS.each_key do |name|
           expect(round[name][0]).to eq(expected[name][s])
           expect(round[name][1]).to eq(objects[s])
         end

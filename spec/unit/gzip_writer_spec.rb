@@ -5,61 +5,13 @@ require "tempfile"
 require "pathname"
 require "open3"
 require "digest"
+require_relative "../support/recording_io"
 
 # ThriftNative::GzipWriter is checked side by side with Zlib::GzipWriter: wherever the behaviour must match, Zlib is
 # the oracle (same header bytes, same decompressed content, same exception class and message, same calls on io).
 RSpec.describe ThriftNative::GzipWriter do
   ours = ThriftNative::GzipWriter
   both = [Zlib::GzipWriter, ThriftNative::GzipWriter].freeze
-
-  # An io that records every call: [:write, bytesize] / [:flush] / [:close], and keeps the bytes.
-  class RecordingIO
-    attr_reader :calls, :data, :strings
-
-    def initialize
-      @calls = []
-      @data = "".b
-      @strings = []
-    end
-
-    def write(*strs)
-      strs.each do |s|
-        @calls << [:write, s.bytesize]
-        @strings << s
-        @data << s
-      end
-      strs.sum(&:bytesize)
-    end
-
-    def flush
-      @calls << [:flush]
-      self
-    end
-
-    def close
-      @calls << [:close]
-      nil
-    end
-
-    def kinds
-      calls.map(&:first)
-    end
-  end
-
-  # An io that allocates nothing per write: counts calls and bytes.
-  class CountingIO
-    attr_reader :count, :bytes
-
-    def initialize
-      @count = 0
-      @bytes = 0
-    end
-
-    def write(str)
-      @count += 1
-      @bytes += str.bytesize
-    end
-  end
 
   # [:ok, value] or [exception class, message].
   # (The message's first line only: error_highlight appends the caller's source line.)

@@ -1,6 +1,6 @@
 # frozen_string_literal: true
 
-require_relative "support/codec_types"
+require_relative "../support/codec_types"
 CodecTypes.load!
 
 # Deterministic mutations of valid struct payloads (bit flips, overwritten bytes, truncation, inflated lengths and
@@ -11,13 +11,16 @@ CodecTypes.load!
 # Known 0.14-vs-master differences (the README lists them): 0.14's C accelerator has no negative-size checks
 # and reads compact varints without bounds; thrift_native follows master, so where it raises one of master's
 # errors below, 0.14 may decode something or fail differently.
-RSpec.describe "Malformed input" do
+module Malformed
   MUTATIONS = Integer(ENV.fetch("MALFORMED_MUTATIONS", "1000"))
   # Master's checks, which 0.14's C accelerator does not make: after these, 0.14 may decode anything or fail otherwise.
   MASTER_ONLY = Regexp.union("Negative size", "Variable-length int over 5 bytes.", "Variable-length int over 10 bytes.",
                              "Variable-length int overflows uint32.", "Container size limit exceeded",
                              "Binary size limit exceeded")
   HUGE = 0x7fff_ffff
+end
+
+RSpec.describe "Malformed input" do
 
   def varint(n)
     bytes = []
@@ -37,9 +40,9 @@ RSpec.describe "Malformed input" do
     m = bytes.dup
     if protocol == "binary"
       i = [i, m.bytesize - 4].min.clamp(0..)
-      m[i, 4] = [[HUGE, 0x8000_0000, 0xffff_ffff, 0x1000_0000, 0x7fff_0000].sample(random: r)].pack("N")
+      m[i, 4] = [[Malformed::HUGE, 0x8000_0000, 0xffff_ffff, 0x1000_0000, 0x7fff_0000].sample(random: r)].pack("N")
     else
-      m[i, 1] = [varint(HUGE), varint(0xffff_ffff), varint(2**40), "\xff".b * 11, varint(0x1000_0000)].sample(random: r)
+      m[i, 1] = [varint(Malformed::HUGE), varint(0xffff_ffff), varint(2**40), "\xff".b * 11, varint(0x1000_0000)].sample(random: r)
     end
     m
   end
@@ -80,7 +83,7 @@ RSpec.describe "Malformed input" do
       return c.is_a?(Array) && c[0] == "StandardError" && c[1].match?(/\Adon't know what type: 1[345]\z/)
     end
 
-    ours[1].match?(/\A#{MASTER_ONLY}\z/)
+    ours[1].match?(/\A#{Malformed::MASTER_ONLY}\z/)
   end
 
   # Compares one outcome of ours with the C accelerator's: :same_value, :same_error (also under master's class), or
@@ -99,13 +102,13 @@ RSpec.describe "Malformed input" do
 
   %w[binary compact].each do |protocol|
     context "with the #{protocol} protocol" do
-      it "decodes #{MUTATIONS} mutated payloads like the C accelerator, on both paths, without crashing" do
+      it "decodes #{Malformed::MUTATIONS} mutated payloads like the C accelerator, on both paths, without crashing" do
         valid = StructRuns.run("ours", protocol, "write", 606, 20)
         r = Random.new(protocol == "binary" ? 11 : 12)
-        kinds, mutated = Array.new(MUTATIONS) { mutate(protocol, valid[r.rand(valid.size)], r) }.transpose
+        kinds, mutated = Array.new(Malformed::MUTATIONS) { mutate(protocol, valid[r.rand(valid.size)], r) }.transpose
         ours = StructRuns.run("ours", protocol, "read", "Everything", input: mutated)
         c = StructRuns.run("c", protocol, "read", "Everything", input: mutated)
-        expect(ours.size).to eq(MUTATIONS)
+        expect(ours.size).to eq(Malformed::MUTATIONS)
         # The dispatch path (a protocol subclass) gives exactly the fast path's outcomes, messages included.
         ours_dispatch = StructRuns.run("ours", protocol, "read", "Everything", input: mutated, dispatch: true)
         ours.zip(ours_dispatch, mutated).each do |fast, slow, input|
@@ -115,14 +118,14 @@ RSpec.describe "Malformed input" do
         verdicts = ours.zip(c, mutated).map { |o, cc, input| verdict(o, cc, input) }
         tally = verdicts.tally
         if ENV["MALFORMED_VERBOSE"]
-          warn "  #{protocol}: #{MUTATIONS} mutations #{kinds.tally} -> #{tally}"
+          warn "  #{protocol}: #{Malformed::MUTATIONS} mutations #{kinds.tally} -> #{tally}"
           documented = ours.zip(c).select { |o, cc| o != cc && !renamed?(o, cc) && master_only?(o, cc) }.map { |o, cc| [o.is_a?(Array) ? o[1] : "value", cc.is_a?(Array) ? cc[1] : "value"] }
           warn "  documented differences (ours, C): #{documented.tally.sort_by { -_2 }.first(12)}"
         end
         # The mix exercises both outcomes, and the documented differences stay a minority.
-        expect(tally[:same_value]).to be > MUTATIONS / 20
-        expect(tally[:same_error]).to be > MUTATIONS / 4
-        expect(tally.fetch(:master_only, 0)).to be < MUTATIONS / 4
+        expect(tally[:same_value]).to be > Malformed::MUTATIONS / 20
+        expect(tally[:same_error]).to be > Malformed::MUTATIONS / 4
+        expect(tally.fetch(:master_only, 0)).to be < Malformed::MUTATIONS / 4
         expect(kinds.uniq.size).to eq(6)
       end
     end
@@ -130,7 +133,7 @@ RSpec.describe "Malformed input" do
 
   # Payloads that declare a 2 GB string or a 2^31-1 element container with a handful of bytes behind it.
   def huge_declarations(protocol)
-    n = [HUGE].pack("N")
+    n = [Malformed::HUGE].pack("N")
     if protocol == "binary"
       {
         "Scalars" => [
@@ -148,7 +151,7 @@ RSpec.describe "Malformed input" do
         ]
       }
     else
-      v = varint(HUGE)
+      v = varint(Malformed::HUGE)
       {
         "Scalars" => ["\x78".b + v + "abc", "\x88".b + v + "abc", "\x08\xc6\x01".b + v + "abc"],
         "Containers" => [

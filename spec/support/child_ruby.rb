@@ -1,0 +1,49 @@
+# frozen_string_literal: true
+
+require "open3"
+require "rbconfig"
+
+# The one way specs and benchmarks run Ruby in a child process: only one accelerator can be loaded per process, so
+# each side of a comparison runs in a child of its own.
+module ChildRuby
+  ACCELERATOR = File.expand_path("accelerator.rb", __dir__)
+
+  class Failed < StandardError; end
+
+  module_function
+
+  # `ruby *args`: [stdout, stderr, success?].
+  def capture(*args, env: {}, input: "", chdir: nil, binmode: false)
+    options = { stdin_data: input, binmode: binmode }
+    options[:chdir] = chdir if chdir
+    out, err, status = Open3.capture3(env, RbConfig.ruby, *args, **options)
+    [out, err, status.success?]
+  end
+
+  # `ruby *args`'s stdout; a child that fails or crashes raises Failed, with its stderr.
+  def run(*args, **options)
+    out, err, ok = capture(*args, **options)
+    raise Failed, "child Ruby (#{args.first(4).join(" ")}) failed: #{err}" unless ok
+
+    out
+  end
+
+  # `code` with one accelerator loaded (`Accelerator.load`): its stdout.
+  def eval(code, accelerator:, **options)
+    run("-r", ACCELERATOR, "-e", "Accelerator.load(#{accelerator.to_s.inspect})\n#{code}", **options)
+  end
+
+  # A script that reads Marshal on stdin and answers Marshal on stdout.
+  def marshal(script, *args, input: nil, env: {})
+    stdin = input.nil? ? "" : Marshal.dump(input)
+    Marshal.load(run(script, *args.map(&:to_s), env: env, input: stdin, binmode: true))
+  end
+
+  # `ruby *args`, each line of its stdout yielded as it comes (a benchmark's progress); a failure raises.
+  def each_line(*args, env: {})
+    Open3.popen2(env, RbConfig.ruby, *args) do |_stdin, out, wait|
+      out.each_line { |line| yield line }
+      raise Failed, "child Ruby (#{args.first(4).join(" ")}) failed" unless wait.value.success?
+    end
+  end
+end
