@@ -3,7 +3,7 @@
 
 use magnus::prelude::*;
 use magnus::rb_sys::{protect, AsRawValue};
-use magnus::{Error, Ruby, TryConvert, Value};
+use magnus::{Error, Ruby, Value};
 use rb_sys::stable_api::{get_default, StableApiDefinition};
 use rb_sys::VALUE;
 use thrift_native_core::uuid;

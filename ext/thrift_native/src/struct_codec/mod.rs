@@ -22,8 +22,9 @@ use magnus::{Error, RClass, RModule, Ruby, Value};
 use rb_sys::VALUE;
 use thrift_native_core::codec::binary::{BinaryIn, BinaryOut};
 use thrift_native_core::codec::compact::{CompactIn, CompactOut};
-use thrift_native_core::codec::{read_struct, write_struct, write_union, Encoder, Sink};
-use thrift_native_core::CoreError;
+use thrift_native_core::codec::{
+    check_depth, read_struct, write_struct, write_union, Encoder, Sink,
+};
 
 use self::build::{RubyBuilder, RubyStruct};
 use self::dispatch::{DispatchSink, DispatchSource};
@@ -66,7 +67,7 @@ fn fast_protocol(protocol: VALUE) -> Fast {
     Fast::No
 }
 
-/// `(prot, depth = DEFAULT_RECURSION_DEPTH)`, as the C accelerator parses it; depth <= 0 is DEPTH_LIMIT at once.
+/// `(prot, depth = DEFAULT_RECURSION_DEPTH)`, as the C accelerator parses it (NUM2INT).
 fn parse_args(ruby: &Ruby, args: &[Value]) -> Result<(VALUE, i64), Error> {
     if args.is_empty() || args.len() > 2 {
         return Err(Error::new(
@@ -81,9 +82,7 @@ fn parse_args(ruby: &Ruby, args: &[Value]) -> Result<(VALUE, i64), Error> {
         Some(d) => i64::from(rb::num2int(d.as_raw())?),
         None => thrift().default_recursion_depth,
     };
-    if depth <= 0 {
-        return Err(errors::from_core(ruby, CoreError::DepthLimit));
-    }
+    let depth = check_depth(depth).map_err(|e| errors::from_core(ruby, e))?;
     Ok((args[0].as_raw(), depth))
 }
 

@@ -27,6 +27,15 @@ pub use write::{write_struct, write_union, write_value, Encoder, Inspect, Sink};
 /// the outermost, is refused.
 pub const DEFAULT_DEPTH: i64 = 64;
 
+/// `read(prot, depth)` and `write(prot, depth)` refuse a depth below 1 at once, before anything is read or written.
+#[inline]
+pub fn check_depth(depth: i64) -> Result<i64, crate::CoreError> {
+    if depth <= 0 {
+        return Err(crate::CoreError::DepthLimit);
+    }
+    Ok(depth)
+}
+
 /// A container's elements are reserved for up to this many at once, whatever the declared size (as the C
 /// accelerator's `rb_ary_new_capa(MIN(n, 1024))`).
 pub const MAX_RESERVATION: usize = 1024;

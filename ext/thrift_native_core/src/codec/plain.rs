@@ -97,9 +97,7 @@ pub fn decode<'d>(
     def: &'d Def,
     depth: i64,
 ) -> Result<(Value<'d>, usize), CoreError> {
-    if depth <= 0 {
-        return Err(CoreError::DepthLimit);
-    }
+    let depth = super::check_depth(depth)?;
     let host = SliceHost::new(bytes);
     let target = (def, vec![None; def.fields().len()]);
     let mut b = PlainBuilder::default();
