@@ -74,12 +74,15 @@ module ThriftNative
   class << self
     private
 
+    # The extension decides which names matter (FramedTransport's native methods rely on its private read_frame).
     def native_method_changed(klass, name)
-      method_changed(klass, name.to_s) if NATIVE_METHODS.fetch(klass, []).include?(name.to_sym)
+      method_changed(klass, name.to_s) if NATIVE_METHODS.key?(klass)
     end
   end
 
   ::Thrift::MemoryBufferTransport.singleton_class.prepend(FastPathGuard)
+  ::Thrift::FramedTransport.singleton_class.prepend(FastPathGuard)
+  ::Thrift::BufferedTransport.singleton_class.prepend(FastPathGuard)
   ::Thrift::BinaryProtocolAccelerated.singleton_class.prepend(FastPathGuard)
   ::Thrift::CompactProtocol.singleton_class.prepend(FastPathGuard)
 end

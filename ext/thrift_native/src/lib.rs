@@ -12,6 +12,7 @@ mod errors;
 mod field_plan;
 mod gzip_writer;
 mod ivars;
+mod layered;
 mod memory_buffer;
 mod names;
 mod nogvl;
@@ -33,6 +34,8 @@ fn method_changed(_rb_self: Value, class: Value, name: String) {
         struct_codec::binary_method_changed();
     } else if class.as_raw() == thrift::thrift().compact_protocol {
         struct_codec::compact_method_changed();
+    } else {
+        layered::method_changed(class.as_raw(), &name);
     }
 }
 
@@ -55,6 +58,7 @@ fn define_everything(ruby: &Ruby, namespace: RModule) -> Result<(), Error> {
     let defined = binary_protocol::init(ruby)
         .and_then(|_| compact_protocol::init(ruby))
         .and_then(|_| memory_buffer::init(ruby))
+        .and_then(|_| layered::init(ruby))
         .and_then(|_| field_plan::init(ruby, namespace))
         .and_then(|_| struct_codec::init(ruby));
     registry::finish();

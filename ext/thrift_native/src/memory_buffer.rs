@@ -196,6 +196,17 @@ impl MemoryBuffer {
         self.advance(n - until_compaction)
     }
 
+    /// `read` semantics: what remains of `length` bytes, consumed into a new BINARY String, and EOFError (after
+    /// consuming them) when that is fewer than `length`.
+    pub fn read(&mut self, ruby: &Ruby, length: usize) -> Result<VALUE, Error> {
+        let n = length.min(self.available());
+        let data = self.read_with(ruby, n, rb::binary_string)?;
+        if n < length {
+            return Err(errors::eof(ruby));
+        }
+        Ok(data)
+    }
+
     /// `read_all` semantics: exactly `n` bytes into a new BINARY String, or EOFError with nothing consumed.
     #[inline(always)]
     pub fn read_all(&mut self, ruby: &Ruby, n: usize) -> Result<VALUE, Error> {
@@ -241,11 +252,7 @@ fn read(ruby: &Ruby, rb_self: Value, length: Value) -> Result<Value, Error> {
         return Err(errors::transport_negative_size());
     }
     let mut mb = MemoryBuffer::of(rb_self.as_raw())?;
-    let n = (length as u64).min(mb.available() as u64) as usize;
-    let data = mb.read_with(ruby, n, rb::binary_string)?;
-    if (n as i64) < length {
-        return Err(errors::eof(ruby));
-    }
+    let data = mb.read(ruby, usize::try_from(length).unwrap_or(usize::MAX))?;
     // SAFETY: a String just made, held on this stack.
     Ok(unsafe { rb::value(data) })
 }

@@ -23,8 +23,21 @@ define_rb_intern!(
     IVAR_HASH => "@hash",
 );
 
-// Transport methods.
+// Transport methods and ivars of FramedTransport and BufferedTransport.
 define_rb_intern!(
+    IVAR_TRANSPORT => "@transport",
+    IVAR_WBUF => "@wbuf",
+    IVAR_READ => "@read",
+    IVAR_WRITE => "@write",
+    READ => "read",
+    INSTANCE_METHOD => "instance_method",
+    BIND_CALL => "bind_call",
+    UNPACK1 => "unpack1",
+    GETBYTE => "getbyte",
+    SETBYTE => "setbyte",
+    SLICE => "slice",
+    LENGTH => "length",
+    SIZE => "size",
     WRITE => "write",
     FLUSH => "flush",
     CLOSE => "close",

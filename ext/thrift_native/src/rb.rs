@@ -338,6 +338,17 @@ pub fn str_cat_str(dst: VALUE, src: VALUE) -> Result<(), Error> {
     .map(|_| ())
 }
 
+/// Appends the first `n` bytes of String `src` (at most its length) to String `dst` (which may be the same object).
+pub fn str_cat_prefix(dst: VALUE, src: VALUE, n: usize) -> Result<(), Error> {
+    // SAFETY: as str_cat_str; the length is capped at the source's length inside the protected call.
+    protect(|| unsafe {
+        let api = get_default();
+        let n = (n as std::os::raw::c_long).min(api.rstring_len(src));
+        rb_sys::rb_str_cat(dst, api.rstring_ptr(src), n)
+    })
+    .map(|_| ())
+}
+
 /// `str[start, len]` as a shared substring (no copy of the bytes), as `rb_str_subseq`.
 pub fn str_subseq(s: VALUE, start: usize, len: usize) -> VALUE {
     // SAFETY: rb_str_subseq allocates, it does not raise; start + len is within the String (callers check).

@@ -48,6 +48,10 @@ pub struct Thrift {
     pub set_class: VALUE,
     pub bytes: VALUE,
     pub memory_buffer: VALUE,
+    pub framed_transport: VALUE,
+    pub buffered_transport: VALUE,
+    /// `BufferedTransport::DEFAULT_BUFFER` (4096 in every supported thrift).
+    pub buffered_default: usize,
     pub binary_protocol: VALUE,
     pub compact_protocol: VALUE,
     pub compact: CompactConstants,
@@ -114,6 +118,9 @@ pub fn probe(ruby: &Ruby) -> Result<&'static Thrift, Error> {
     let protocol_exception: RClass = module.const_get("ProtocolException")?;
     let transport_exception: RClass = module.const_get("TransportException")?;
     let memory_buffer: RClass = module.const_get("MemoryBufferTransport")?;
+    let framed_transport: RClass = module.const_get("FramedTransport")?;
+    let buffered_transport: RClass = module.const_get("BufferedTransport")?;
+    let buffered_default: i64 = buffered_transport.const_get("DEFAULT_BUFFER")?;
     let binary_protocol: RClass = module.const_get("BinaryProtocol")?;
     let compact_protocol: RClass = module.const_get("CompactProtocol")?;
     let bytes: RModule = module.const_get("Bytes")?;
@@ -160,6 +167,9 @@ pub fn probe(ruby: &Ruby) -> Result<&'static Thrift, Error> {
         set_class: pinned(set_class),
         bytes: pinned(bytes),
         memory_buffer: pinned(memory_buffer),
+        framed_transport: pinned(framed_transport),
+        buffered_transport: pinned(buffered_transport),
+        buffered_default: usize::try_from(buffered_default).unwrap_or(4096),
         binary_protocol: pinned(binary_protocol),
         compact_protocol: pinned(compact_protocol),
         compact,

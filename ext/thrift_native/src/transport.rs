@@ -1,10 +1,12 @@
-//! How a protocol reaches its transport: straight into a plain MemoryBufferTransport's buffer (the fast path), or
-//! through the transport's Ruby methods exactly as the C accelerator calls them (the dispatch path).
+//! How a protocol reaches its transport: straight into a plain MemoryBufferTransport's buffer, or into an exact
+//! FramedTransport's or BufferedTransport's buffers (the fast path), or through the transport's Ruby methods exactly
+//! as the C accelerator calls them (the dispatch path).
 
 use magnus::{Error, Ruby};
 use rb_sys::VALUE;
 
 use crate::ivars::IvarSlot;
+use crate::layered::{self, LayeredBuffer};
 use crate::memory_buffer::{self, MemoryBuffer};
 use crate::names::{IVAR_RBUF, READ_ALL, READ_BYTE, READ_INTO_BUFFER, WRITE};
 use crate::thrift::thrift;
@@ -49,10 +51,113 @@ impl WireInput for Wire<'_> {
     }
 }
 
+/// A transport's buffer as the struct codec's fast path reads it: a plain MemoryBufferTransport's, or an exact
+/// FramedTransport's or BufferedTransport's read buffer.
+pub trait FastBuffer: Sized {
+    /// The buffer of `trans`, when the fast path may read it.
+    fn plain(trans: VALUE) -> Option<Self>;
+    /// Bytes known to remain in the message (for reservations); None when more may come from a refill.
+    fn remaining(&self) -> Option<usize>;
+    fn read_byte(&mut self, ruby: &Ruby) -> Result<u8, Error>;
+    /// `protocol`: whose `@rbuf` a refill reads into, as the C accelerator's `read_into_buffer(@rbuf, N)`.
+    fn read_array<const N: usize>(
+        &mut self,
+        ruby: &Ruby,
+        protocol: VALUE,
+    ) -> Result<[u8; N], Error>;
+    fn read_varint<R: VarintStep>(&mut self, ruby: &Ruby) -> Result<R::Output, Error>;
+    fn read_with<R>(
+        &mut self,
+        ruby: &Ruby,
+        n: usize,
+        make: impl FnOnce(&[u8]) -> R,
+    ) -> Result<R, Error>;
+}
+
+impl FastBuffer for MemoryBuffer {
+    #[inline(always)]
+    fn plain(trans: VALUE) -> Option<Self> {
+        MemoryBuffer::plain(trans)
+    }
+    #[inline(always)]
+    fn remaining(&self) -> Option<usize> {
+        Some(self.available())
+    }
+    #[inline(always)]
+    fn read_byte(&mut self, ruby: &Ruby) -> Result<u8, Error> {
+        MemoryBuffer::read_byte(self, ruby)
+    }
+    #[inline(always)]
+    fn read_array<const N: usize>(
+        &mut self,
+        ruby: &Ruby,
+        _protocol: VALUE,
+    ) -> Result<[u8; N], Error> {
+        MemoryBuffer::read_array(self, ruby)
+    }
+    #[inline(always)]
+    fn read_varint<R: VarintStep>(&mut self, ruby: &Ruby) -> Result<R::Output, Error> {
+        MemoryBuffer::read_varint::<R>(self, ruby)
+    }
+    #[inline(always)]
+    fn read_with<R>(
+        &mut self,
+        ruby: &Ruby,
+        n: usize,
+        make: impl FnOnce(&[u8]) -> R,
+    ) -> Result<R, Error> {
+        MemoryBuffer::read_with(self, ruby, n, make)
+    }
+}
+
+impl FastBuffer for LayeredBuffer {
+    #[inline(always)]
+    fn plain(trans: VALUE) -> Option<Self> {
+        LayeredBuffer::plain(trans)
+    }
+    #[inline(always)]
+    fn remaining(&self) -> Option<usize> {
+        None
+    }
+    #[inline(always)]
+    fn read_byte(&mut self, _ruby: &Ruby) -> Result<u8, Error> {
+        LayeredBuffer::read_byte(self)
+    }
+    #[inline(always)]
+    fn read_array<const N: usize>(
+        &mut self,
+        _ruby: &Ruby,
+        protocol: VALUE,
+    ) -> Result<[u8; N], Error> {
+        LayeredBuffer::read_array(self, rb::ivar_get(protocol, IVAR_RBUF.get()))
+    }
+    #[inline(always)]
+    fn read_varint<R: VarintStep>(&mut self, ruby: &Ruby) -> Result<R::Output, Error> {
+        LayeredBuffer::read_varint::<R>(self, ruby)
+    }
+    #[inline(always)]
+    fn read_with<R>(
+        &mut self,
+        ruby: &Ruby,
+        n: usize,
+        make: impl FnOnce(&[u8]) -> R,
+    ) -> Result<R, Error> {
+        LayeredBuffer::read_with(self, ruby, n, make)
+    }
+}
+
 /// Where a protocol's reads come from.
 pub enum Input {
     Buffer(MemoryBuffer),
-    Transport { trans: VALUE, protocol: VALUE },
+    /// A FramedTransport's or BufferedTransport's read buffer; refills go through the transport's methods.
+    Layered {
+        buf: LayeredBuffer,
+        protocol: VALUE,
+    },
+    Transport {
+        trans: VALUE,
+        protocol: VALUE,
+    },
 }
 
 impl Input {
@@ -61,8 +166,11 @@ impl Input {
     #[inline(always)]
     pub fn of(protocol: VALUE, trans_slot: &IvarSlot) -> Input {
         let trans = trans_slot.get(protocol);
-        match MemoryBuffer::plain(trans) {
-            Some(mb) => Input::Buffer(mb),
+        if let Some(mb) = MemoryBuffer::plain(trans) {
+            return Input::Buffer(mb);
+        }
+        match LayeredBuffer::plain(trans) {
+            Some(buf) => Input::Layered { buf, protocol },
             None => Input::Transport { trans, protocol },
         }
     }
@@ -72,22 +180,11 @@ impl Input {
     pub fn read_array<const N: usize>(&mut self, ruby: &Ruby) -> Result<[u8; N], Error> {
         match self {
             Input::Buffer(mb) => mb.read_array(ruby),
+            Input::Layered { buf, protocol } => {
+                buf.read_array(rb::ivar_get(*protocol, IVAR_RBUF.get()))
+            }
             Input::Transport { trans, protocol } => {
-                let rbuf = rb::ivar_get(*protocol, IVAR_RBUF.get());
-                rb::funcall(
-                    *trans,
-                    READ_INTO_BUFFER.get(),
-                    &[rbuf, rb::integer(N as i64)],
-                )?;
-                // As the C accelerator, the length is not re-checked; bytes a short @rbuf lacks read as zero.
-                let mut out = [0u8; N];
-                if rb::is_string(rbuf) {
-                    // SAFETY: `rbuf` is a String; the slice is dropped before any Ruby call.
-                    let have = unsafe { rb::str_bytes(rbuf) };
-                    let n = have.len().min(N);
-                    out[..n].copy_from_slice(&have[..n]);
-                }
-                Ok(out)
+                read_into_rbuf(*trans, rb::ivar_get(*protocol, IVAR_RBUF.get()))
             }
         }
     }
@@ -97,9 +194,10 @@ impl Input {
     pub fn read_byte(&mut self, ruby: &Ruby) -> Result<i8, Error> {
         match self {
             Input::Buffer(mb) => mb.read_byte(ruby).map(|b| b as i8),
+            Input::Layered { buf, .. } => buf.read_byte().map(|b| b as i8),
             Input::Transport { trans, .. } => {
                 let b = rb::funcall(*trans, READ_BYTE.get(), &[])?;
-                Ok(rb::to_i64(b)? as i8)
+                Ok(rb::num2int(b)? as i8)
             }
         }
     }
@@ -110,6 +208,7 @@ impl Input {
     pub fn read_varint<R: VarintStep>(&mut self, ruby: &Ruby) -> Result<R::Output, Error> {
         match self {
             Input::Buffer(mb) => mb.read_varint::<R>(ruby),
+            Input::Layered { buf, .. } => buf.read_varint::<R>(ruby),
             Input::Transport { .. } => {
                 let mut reader = R::default();
                 loop {
@@ -126,6 +225,7 @@ impl Input {
     pub fn read_all(&mut self, ruby: &Ruby, n: usize) -> Result<VALUE, Error> {
         match self {
             Input::Buffer(mb) => mb.read_all(ruby, n),
+            Input::Layered { buf, .. } => buf.read_all(ruby, n),
             Input::Transport { trans, .. } => {
                 rb::funcall(*trans, READ_ALL.get(), &[rb::integer(n as i64)])
             }
@@ -136,11 +236,11 @@ impl Input {
     /// from the buffer's bytes.
     pub fn read_uuid(&mut self, ruby: &Ruby) -> Result<VALUE, Error> {
         match self {
-            Input::Buffer(mb) => mb.read_with(ruby, 16, |b| {
-                let b: &[u8; 16] = b.try_into().expect("read_with hands over exactly 16 bytes");
-                rb::binary_string(&uuid::format(b))
-            }),
-            Input::Transport { .. } => {
+            Input::Buffer(mb) => mb.read_with(ruby, 16, uuid_text),
+            Input::Layered { buf, .. } if buf.available() >= 16 => {
+                buf.read_with(ruby, 16, uuid_text)
+            }
+            Input::Layered { .. } | Input::Transport { .. } => {
                 let data = self.read_all(ruby, 16)?;
                 uuid_text_of(data)
             }
@@ -151,9 +251,38 @@ impl Input {
     pub fn read_utf8(&mut self, ruby: &Ruby, n: usize) -> Result<VALUE, Error> {
         match self {
             Input::Buffer(mb) => mb.read_with(ruby, n, rb::utf8_string),
-            Input::Transport { .. } => bytes::convert_to_string(self.read_all(ruby, n)?),
+            Input::Layered { buf, .. } if buf.available() >= n => {
+                buf.read_with(ruby, n, rb::utf8_string)
+            }
+            Input::Layered { .. } | Input::Transport { .. } => {
+                bytes::convert_to_string(self.read_all(ruby, n)?)
+            }
         }
     }
+}
+
+/// `trans.read_into_buffer(rbuf, N)`, then `rbuf`'s first N bytes (`rbuf`: the protocol's `@rbuf`). As the C
+/// accelerator, the length is not re-checked: bytes a short `@rbuf` lacks read as zero.
+pub fn read_into_rbuf<const N: usize>(trans: VALUE, rbuf: VALUE) -> Result<[u8; N], Error> {
+    rb::funcall(
+        trans,
+        READ_INTO_BUFFER.get(),
+        &[rbuf, rb::integer(N as i64)],
+    )?;
+    let mut out = [0u8; N];
+    if rb::is_string(rbuf) {
+        // SAFETY: `rbuf` is a String on the caller's stack; the slice is dropped before any Ruby call.
+        let have = unsafe { rb::str_bytes(rbuf) };
+        let n = have.len().min(N);
+        out[..n].copy_from_slice(&have[..n]);
+    }
+    Ok(out)
+}
+
+/// The UUID text (lowercase, dashed, ASCII-8BIT) of 16 bytes.
+fn uuid_text(b: &[u8]) -> VALUE {
+    let b: &[u8; 16] = b.try_into().expect("read_with hands over exactly 16 bytes");
+    rb::binary_string(&uuid::format(b))
 }
 
 /// The UUID text of 16 bytes a transport returned; anything else is INVALID_DATA (the C accelerator would read
@@ -173,6 +302,13 @@ fn uuid_text_of(data: VALUE) -> Result<VALUE, Error> {
     ))
 }
 
+/// The String a protocol's (or the struct codec's) writes may append to directly: a plain MemoryBufferTransport's
+/// `@buf`, an exact FramedTransport's or BufferedTransport's `@wbuf` (what their `write` appends to).
+#[inline(always)]
+pub fn fast_write_buffer(trans: VALUE) -> Option<VALUE> {
+    memory_buffer::plain_write_buffer(trans).or_else(|| layered::write_buffer(trans))
+}
+
 /// Where a protocol's writes go.
 #[derive(Clone, Copy)]
 pub enum Output {
@@ -184,7 +320,7 @@ impl Output {
     #[inline(always)]
     pub fn of(protocol: VALUE, trans_slot: &IvarSlot) -> Output {
         let trans = trans_slot.get(protocol);
-        match memory_buffer::plain_write_buffer(trans) {
+        match fast_write_buffer(trans) {
             Some(buf) => Output::Buffer(buf),
             None => Output::Transport(trans),
         }

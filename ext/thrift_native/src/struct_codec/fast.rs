@@ -1,6 +1,7 @@
 //! The fast path: the protocol is exactly `BinaryProtocolAccelerated` or `Thrift::CompactProtocol` with our methods,
-//! over a plain `MemoryBufferTransport`. The core's encodings read from its `@buf` at `@index` ([`BufferHost`]) and
-//! write into a Rust buffer appended to `@buf` ([`FastSink`]).
+//! over a plain `MemoryBufferTransport` or an exact `FramedTransport` or `BufferedTransport`. The core's encodings
+//! read from the transport's buffer ([`BufferHost`]: `@buf` at `@index`, or `@rbuf` at `@index`, refilled through
+//! the transport's methods) and write into a Rust buffer appended to `@buf` or `@wbuf` ([`FastSink`]).
 //!
 //! Whenever Ruby code runs in the middle (`validate`, a class's own `initialize`, `skip`, `Set.new`, `Hash#hash` of
 //! a struct key, a value the protocol's own method must convert), the transport is handed its state first and picked
@@ -25,19 +26,19 @@ use super::build::RubyBuilder;
 use super::dispatch::{write_method, DispatchSink, DispatchSource};
 use crate::compact_protocol::{set_ivar, BOOL_VALUE};
 use crate::field_plan::RubyField;
-use crate::memory_buffer::{self, MemoryBuffer};
 use crate::names::{IVAR_BOOL_VALUE, SKIP};
+use crate::transport::{fast_write_buffer, FastBuffer};
 use crate::{errors, rb};
 
-/// A plain MemoryBufferTransport's buffer, as the core's encodings read it, and the protocol object whose
-/// `@bool_value` the compact encoding uses (a Ruby `skip` of a bool field reads it there).
-pub struct BufferHost<'r> {
+/// A transport's buffer, as the core's encodings read it, and the protocol object whose `@bool_value` the compact
+/// encoding uses (a Ruby `skip` of a bool field reads it there).
+pub struct BufferHost<'r, B> {
     ruby: &'r Ruby,
-    buffer: MemoryBuffer,
+    buffer: B,
     protocol: VALUE,
 }
 
-impl WireInput for BufferHost<'_> {
+impl<B: FastBuffer> WireInput for BufferHost<'_, B> {
     type Error = Error;
 
     #[inline(always)]
@@ -47,7 +48,7 @@ impl WireInput for BufferHost<'_> {
 
     #[inline(always)]
     fn read_array<const N: usize>(&mut self) -> Result<[u8; N], Error> {
-        self.buffer.read_array(self.ruby)
+        self.buffer.read_array(self.ruby, self.protocol)
     }
 
     #[inline(always)]
@@ -60,7 +61,7 @@ impl WireInput for BufferHost<'_> {
     }
 }
 
-impl Host for BufferHost<'_> {
+impl<B: FastBuffer> Host for BufferHost<'_, B> {
     #[inline(always)]
     fn take_with<R>(&mut self, n: usize, make: impl FnOnce(&[u8]) -> R) -> Result<R, Error> {
         self.buffer.read_with(self.ruby, n, make)
@@ -68,7 +69,7 @@ impl Host for BufferHost<'_> {
 
     #[inline(always)]
     fn remaining(&self) -> Option<usize> {
-        Some(self.buffer.available())
+        self.buffer.remaining()
     }
 
     fn put_bool(&mut self, value: bool) -> Result<(), Error> {
@@ -88,17 +89,20 @@ impl Host for BufferHost<'_> {
 
 /// An encoding over a [`BufferHost`]: `BinaryIn` or `CompactIn`.
 pub trait OverBuffer<'r> {
-    fn host_mut(&mut self) -> &mut BufferHost<'r>;
+    type Buffer: FastBuffer;
+    fn host_mut(&mut self) -> &mut BufferHost<'r, Self::Buffer>;
 }
 
-impl<'r> OverBuffer<'r> for BinaryIn<BufferHost<'r>> {
-    fn host_mut(&mut self) -> &mut BufferHost<'r> {
+impl<'r, B: FastBuffer> OverBuffer<'r> for BinaryIn<BufferHost<'r, B>> {
+    type Buffer = B;
+    fn host_mut(&mut self) -> &mut BufferHost<'r, B> {
         &mut self.host
     }
 }
 
-impl<'r> OverBuffer<'r> for CompactIn<BufferHost<'r>> {
-    fn host_mut(&mut self) -> &mut BufferHost<'r> {
+impl<'r, B: FastBuffer> OverBuffer<'r> for CompactIn<BufferHost<'r, B>> {
+    type Buffer = B;
+    fn host_mut(&mut self) -> &mut BufferHost<'r, B> {
         &mut self.host
     }
 }
@@ -115,13 +119,13 @@ pub struct FastSource<W> {
 /// An encoding (`BinaryIn::new` or `CompactIn::new`) read straight from `trans`'s buffer, if `trans` is a plain
 /// MemoryBufferTransport. The compact encoding's field-id deltas are kept in Rust per struct instead of in
 /// `@last_field`: Ruby code run in between (`skip`, `validate`) only pushes and pops its own entries there.
-pub fn source<'r, W>(
+pub fn source<'r, B: FastBuffer, W>(
     ruby: &'r Ruby,
     protocol: VALUE,
     trans: VALUE,
-    encoding: impl FnOnce(BufferHost<'r>) -> W,
+    encoding: impl FnOnce(BufferHost<'r, B>) -> W,
 ) -> Option<FastSource<W>> {
-    let buffer = MemoryBuffer::plain(trans)?;
+    let buffer = B::plain(trans)?;
     let host = BufferHost {
         ruby,
         buffer,
@@ -167,7 +171,7 @@ where
         if self.lost.is_some() {
             return;
         }
-        match MemoryBuffer::plain(self.trans) {
+        match W::Buffer::plain(self.trans) {
             Some(buffer) => self.wire.host_mut().buffer = buffer,
             None => self.lost = Some(DispatchSource::new(self.protocol)),
         }
@@ -250,7 +254,7 @@ pub fn sink<E: Encoder>(
     trans: VALUE,
     encoder: impl FnOnce(Vec<u8>) -> E,
 ) -> Option<FastSink<E>> {
-    let buf = memory_buffer::plain_write_buffer(trans)?;
+    let buf = fast_write_buffer(trans)?;
     let mut out = SCRATCH.with(|s| s.take());
     out.clear();
     Some(FastSink {
@@ -311,7 +315,7 @@ impl<E: Encoder> Sink<VALUE, RubyField> for FastSink<E> {
         self.flush()?;
         let result = f();
         if self.lost.is_none() {
-            match memory_buffer::plain_write_buffer(self.trans) {
+            match fast_write_buffer(self.trans) {
                 Some(buf) => self.buf = buf,
                 None => self.lost = Some(DispatchSink::new(self.protocol)),
             }

@@ -4,8 +4,9 @@
 //! - `build.rs`: the Ruby objects the decoder makes (with `defaults.rs`: field defaults);
 //! - `inspect.rs`: Ruby objects read back for the encoder;
 //! - `fast.rs`: the fast path, when the protocol is exactly `BinaryProtocolAccelerated` or `Thrift::CompactProtocol`
-//!   with our methods over a plain MemoryBufferTransport: the whole tree is decoded from, and encoded into, its
-//!   buffer, with no method call per field and no field-header Arrays;
+//!   with our methods over a plain MemoryBufferTransport or an exact FramedTransport or BufferedTransport: the whole
+//!   tree is decoded from, and encoded into, the transport's buffer, with no method call per field and no
+//!   field-header Arrays;
 //! - `dispatch.rs`: every other protocol, called as the C accelerator calls it, so that mocks and other protocols
 //!   see the same call sequence.
 
@@ -30,6 +31,8 @@ use self::build::{RubyBuilder, RubyStruct};
 use self::dispatch::{DispatchSink, DispatchSource};
 use self::inspect::RubyValues;
 use crate::field_plan::{plan_for, RubyField};
+use crate::layered::LayeredBuffer;
+use crate::memory_buffer::MemoryBuffer;
 use crate::thrift::thrift;
 use crate::{binary_protocol, compact_protocol, errors, rb, registry};
 
@@ -93,16 +96,22 @@ fn read(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<(), Error> {
     let plan = plan_for(ruby, rb::heap_class(obj).unwrap_or(obj))?;
     let target = RubyStruct::existing(obj, plan);
     let b = &mut RubyBuilder::new(ruby);
+    // One monomorphised decoder per encoding and buffer.
+    macro_rules! fast {
+        ($buffer:ty, $encoding:expr, $trans:expr) => {
+            if let Some(mut src) = fast::source::<$buffer, _>(ruby, protocol, $trans, $encoding) {
+                return read_struct(&mut src, b, target, &plan.def, depth).map(drop);
+            }
+        };
+    }
     match fast_protocol(protocol) {
         Fast::Binary(trans) => {
-            if let Some(mut src) = fast::source(ruby, protocol, trans, BinaryIn::new) {
-                return read_struct(&mut src, b, target, &plan.def, depth).map(drop);
-            }
+            fast!(MemoryBuffer, BinaryIn::new, trans);
+            fast!(LayeredBuffer, BinaryIn::new, trans);
         }
         Fast::Compact(trans) => {
-            if let Some(mut src) = fast::source(ruby, protocol, trans, CompactIn::new) {
-                return read_struct(&mut src, b, target, &plan.def, depth).map(drop);
-            }
+            fast!(MemoryBuffer, CompactIn::new, trans);
+            fast!(LayeredBuffer, CompactIn::new, trans);
         }
         Fast::No => {}
     }
