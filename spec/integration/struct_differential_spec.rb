@@ -62,4 +62,35 @@ RSpec.describe "Struct read/write, differentially" do
     end
     end
   end
+
+  # Over FramedTransport (a MemoryBufferTransport or a Ruby transport beneath) and BufferedTransport (a Ruby transport
+  # beneath), whose buffers thrift_native reads and writes in place: the same bytes, the same objects read one after
+  # another from one stream (refills falling anywhere, mid-struct included), the same dispatch-path calls.
+  %w[binary compact].product(%w[framed framed-pipe buffered]).each do |protocol_name, transport|
+    context "with the #{protocol_name} protocol over #{transport}" do
+      def run_on(accelerator, *args, **options)
+        StructRuns.run(accelerator, protocol, *args, transport: transport, **options)
+      end
+
+      let(:protocol) { protocol_name }
+      let(:transport) { transport }
+
+      it "writes identical bytes and reads a stream of structs back identically, on both paths" do
+        bytes = %w[c ours].to_h { |a| [a, run_on(a, "write", 99, 25)] }
+        expect(bytes["ours"]).to eq(bytes["c"])
+        stream = bytes["c"].join
+        decoded = run_on("ours", "read-stream", "Everything", 25, input: stream)
+        expect(decoded[0...-1]).to all(be_a(String))
+        expect(decoded.last[0]).to match(/EOFError|TransportException/)
+        expect(decoded).to eq(run_on("c", "read-stream", "Everything", 25, input: stream))
+        expect(run_on("ours", "read-stream", "Everything", 25, input: stream, dispatch: true)).to eq(decoded)
+      end
+
+      it "makes the same protocol calls as the C accelerator on the dispatch path" do
+        ours = run_on("ours", "calls", 3)
+        expect(ours).to eq(run_on("c", "calls", 3))
+        expect(ours[1].size).to be > 20
+      end
+    end
+  end
 end

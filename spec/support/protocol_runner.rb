@@ -2,16 +2,21 @@
 
 # Applies a list of protocol operations with one accelerator and prints the outcome (Marshal on stdout), so that
 # the same operations can be compared across pure Ruby, the installed C accelerator and thrift_native, each in its
-# own process. Usage: ruby protocol_runner.rb pure|c|ours [plain|subclass] [binary|compact] < ops.marshal
+# own process. Usage: ruby protocol_runner.rb pure|c|ours TRANSPORT [binary|compact] < ops.marshal
+#
+# TRANSPORT: plain (a MemoryBufferTransport), subclass (a recording subclass of it: the dispatch path), or a
+# FramedTransport or BufferedTransport over one: framed, framed-pipe, framed-subclass (a subclass of
+# FramedTransport), buffered-pipe. A pipe is a Ruby transport whose `read` answers up to the bytes asked for.
 #
 # ops: [[method, *args], ...]; every call's result (or exception) is recorded, then the transport's bytes.
-# Pseudo-ops: [:feed, bytes] appends bytes to the transport; [:new_protocol] continues with a fresh protocol on the
+# Pseudo-ops: [:feed, bytes] appends bytes to the transport; [:flush] flushes it (a frame, a buffer); [:new_protocol] continues with a fresh protocol on the
 # same transport (a compact reader starts with its own field-id stack); [:reset, bytes] starts over: the transport
 # holds just `bytes`, read by a fresh protocol.
 
 require_relative "accelerator"
 
 Accelerator.load(ARGV.fetch(0))
+require_relative "pipe_transport"
 transport_kind = ARGV.fetch(1, "plain")
 protocol_class = Accelerator.protocol_class(ARGV.fetch(2, "binary"))
 
@@ -32,16 +37,33 @@ class RecordingTransport < Thrift::MemoryBufferTransport
   end
 end
 
+FramedSubclass = Class.new(Thrift::FramedTransport)
+
+layer, inner_kind = transport_kind.split("-", 2)
+inner = case inner_kind
+        when nil, "subclass" then layer == "subclass" ? RecordingTransport.new : Thrift::MemoryBufferTransport.new
+        when "pipe" then PipeTransport.new
+        end
+inner = Thrift::MemoryBufferTransport.new if layer == "framed" && inner_kind == "subclass"
+trans = case layer
+        when "framed" then inner_kind == "subclass" ? FramedSubclass.new(inner) : Thrift::FramedTransport.new(inner)
+        when "buffered" then Thrift::BufferedTransport.new(inner)
+        else inner
+        end
+
 ops = Marshal.load($stdin.read)
-trans = transport_kind == "subclass" ? RecordingTransport.new : Thrift::MemoryBufferTransport.new
 prot = protocol_class.new(trans)
 results = ops.map do |name, *args|
   if name == :feed
-    trans.write(args.first)
+    inner.write(args.first)
+    next [:ok, nil]
+  end
+  if name == :flush
+    trans.flush
     next [:ok, nil]
   end
   if name == :new_protocol || name == :reset
-    trans.reset_buffer(args.first.dup) if name == :reset
+    inner.reset_buffer(args.first.dup) if name == :reset
     prot = protocol_class.new(trans)
     next [:ok, nil]
   end
@@ -53,5 +75,12 @@ rescue StandardError, ScriptError => e
   [:error, e.class.name, e.message, e.respond_to?(:type) ? e.type : nil]
 end
 $stdout.binmode
-$stdout.write Marshal.dump(results: results, bytes: trans.instance_variable_get(:@buf).byteslice(trans.instance_variable_get(:@index)..),
-                           calls: trans.respond_to?(:calls) ? trans.calls.uniq.sort : nil)
+unread = lambda do |t|
+  case t
+  when PipeTransport then t.unread
+  when Thrift::MemoryBufferTransport then t.instance_variable_get(:@buf).byteslice(t.instance_variable_get(:@index)..)
+  else [t.instance_variable_get(:@rbuf).byteslice(t.instance_variable_get(:@index)..), t.instance_variable_get(:@wbuf)]
+  end
+end
+bytes = trans.equal?(inner) ? unread.call(inner) : [unread.call(trans), unread.call(inner)]
+$stdout.write Marshal.dump(results: results, bytes: bytes, calls: inner.respond_to?(:calls) ? inner.calls.uniq.sort : nil)

@@ -7,20 +7,59 @@
 #   ruby struct_runner.rb ACCELERATOR read-rss CLASS < Marshal [bytes, ...]
 #       -> Marshal [[outcome, ...], growth of peak RSS in kB, growth of peak virtual size in kB]
 #   ruby struct_runner.rb ACCELERATOR calls SEED          -> Marshal [write call log, read call log] of a recording protocol
+#
+# TRANSPORT=framed (a FramedTransport over a MemoryBufferTransport), framed-pipe, framed-socket (over a Thrift::Socket
+# that receives the input, for reading only), buffered (a BufferedTransport over a PipeTransport) reads each input's bytes through that stack (frames, for the framed ones), and writes through it,
+# flushing after each struct and answering what reached the transport beneath.
 require_relative "accelerator"
 require_relative "codec_types"
 require_relative "codec_samples"
 
 Accelerator.load(ARGV.fetch(0))
+require_relative "pipe_transport"
 CodecTypes.load!
 $stdout.binmode
 
 # DISPATCH=1 reads through a subclass of the protocol: the dispatch path instead of the fast path.
 PROTOCOL_CLASS = ENV["DISPATCH"] ? Class.new(Accelerator.protocol_class) : Accelerator.protocol_class
 
+TRANSPORT = ENV.fetch("TRANSPORT", "memory")
+
+# The transport stack to read `bytes` through (empty for writing).
+def stack(bytes = "".b)
+  case TRANSPORT
+  when "memory" then Thrift::MemoryBufferTransport.new(bytes)
+  when "framed" then Thrift::FramedTransport.new(Thrift::MemoryBufferTransport.new(bytes))
+  when "framed-pipe" then Thrift::FramedTransport.new(PipeTransport.new(bytes))
+  when "buffered" then Thrift::BufferedTransport.new(PipeTransport.new(bytes))
+  when "framed-socket" then Thrift::FramedTransport.new(socket_with(bytes))
+  else abort "TRANSPORT: memory, framed, framed-pipe, framed-socket or buffered"
+  end
+end
+
+# A Thrift::Socket on one end of a UNIX socket pair whose other end sent `bytes` (a few KiB at most) and closed.
+def socket_with(bytes)
+  require "socket"
+  ours, theirs = UNIXSocket.pair
+  theirs.write(bytes)
+  theirs.close
+  Thrift::Socket.new.tap { |s| s.handle = ours }
+end
+
+# Writes `obj` through a new stack and answers the bytes that reached the bottom.
+def encode(obj)
+  trans = stack
+  obj.write(Accelerator.protocol_class.new(trans))
+  return trans.read(trans.available) if TRANSPORT == "memory"
+
+  trans.flush
+  inner = trans.instance_variable_get(:@transport)
+  inner.respond_to?(:unread) ? inner.unread : inner.read(inner.available)
+end
+
 def decode(klass, bytes, protocol_class = PROTOCOL_CLASS)
   obj = klass.new
-  obj.read(protocol_class.new(Thrift::MemoryBufferTransport.new(bytes)))
+  obj.read(protocol_class.new(stack(bytes)))
   obj.inspect
 rescue StandardError => e
   [e.class.name, e.message, e.respond_to?(:type) ? e.type : nil]
@@ -29,21 +68,13 @@ end
 case ARGV.fetch(1)
 when "write"
   r = Random.new(Integer(ARGV.fetch(2)))
-  out = Array.new(Integer(ARGV.fetch(3))) do
-    trans = Thrift::MemoryBufferTransport.new
-    CodecSamples.everything(r).write(Accelerator.protocol_class.new(trans))
-    trans.read(trans.available)
-  end
+  out = Array.new(Integer(ARGV.fetch(3))) { encode(CodecSamples.everything(r)) }
   $stdout.write Marshal.dump(out)
 when "read"
   klass = CodecTest.const_get(ARGV.fetch(2))
   $stdout.write Marshal.dump(Marshal.load($stdin.read).map { |bytes| decode(klass, bytes) })
 when "encode"
-  out = Marshal.load($stdin.read).map do |obj|
-    trans = Thrift::MemoryBufferTransport.new
-    obj.write(Accelerator.protocol_class.new(trans))
-    trans.read(trans.available)
-  end
+  out = Marshal.load($stdin.read).map { |obj| encode(obj) }
   $stdout.write Marshal.dump(out)
 when "read-rss"
   # As "read", and how much the peak resident set (VmHWM) and the peak address space (VmPeak, which also sees a large
@@ -74,10 +105,30 @@ when "calls"
     end
   end
   sample = CodecSamples.everything(Random.new(Integer(ARGV.fetch(2))))
-  writer = recording.new(Thrift::MemoryBufferTransport.new)
+  out = stack
+  writer = recording.new(out)
   sample.write(writer)
-  bytes = writer.trans.read(writer.trans.available)
-  reader = recording.new(Thrift::MemoryBufferTransport.new(bytes))
+  bytes = if TRANSPORT == "memory"
+            out.read(out.available)
+          else
+            out.flush
+            inner = out.instance_variable_get(:@transport)
+            inner.respond_to?(:unread) ? inner.unread : inner.read(inner.available)
+          end
+  reader = recording.new(stack(bytes))
   CodecTest::Everything.new.read(reader)
   $stdout.write Marshal.dump([writer.log, reader.log])
+when "read-stream"
+  # COUNT structs read one after the other from one stack over all the input's bytes (frames and refills falling
+  # anywhere in them), then what a read past the end raises.
+  klass = CodecTest.const_get(ARGV.fetch(2))
+  prot = PROTOCOL_CLASS.new(stack(Marshal.load($stdin.read)))
+  outcomes = Array.new(Integer(ARGV.fetch(3)) + 1) do
+    obj = klass.new
+    obj.read(prot)
+    obj.inspect
+  rescue StandardError => e
+    [e.class.name, e.message, e.respond_to?(:type) ? e.type : nil]
+  end
+  $stdout.write Marshal.dump(outcomes)
 end

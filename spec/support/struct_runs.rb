@@ -9,8 +9,8 @@ module StructRuns
 
   module_function
 
-  def run(accelerator, protocol, *args, input: nil, dispatch: false)
-    env = { "PROTOCOL" => protocol, "DISPATCH" => (dispatch ? "1" : nil) }
+  def run(accelerator, protocol, *args, input: nil, dispatch: false, transport: "memory")
+    env = { "PROTOCOL" => protocol, "DISPATCH" => (dispatch ? "1" : nil), "TRANSPORT" => transport }
     ChildRuby.marshal(SCRIPT, accelerator, *args, input: input, env: env)
   end
 end
