@@ -1,4 +1,5 @@
-//! thrift_native without Ruby: the binary and compact encodings, the struct codec, UUID text and gzip.
+//! thrift_native without Ruby: the binary and compact encodings, the struct codec, UUID text, gzip and THeader
+//! framing.
 //!
 //! Everything here is generic over where bytes come from and what values are made of, so `cargo test` and the fuzz
 //! targets run it with byte slices and plain Rust values (`codec::plain`), and the Ruby binding (`ext/thrift_native`)
@@ -11,6 +12,7 @@ pub mod codec;
 pub mod compact;
 pub mod error;
 pub mod gzip;
+pub mod header;
 pub mod uuid;
 pub mod wire;
 

@@ -155,7 +155,11 @@ fuzz_target!(|data: &[u8]| {
                 .unwrap_or_else(|e| panic!("{again:?} {e}: {value:?}"));
             assert_eq!(n, bytes.len());
             assert_eq!(decoded, value, "{again:?}");
-            assert_eq!(encoded(&decoded, again).unwrap(), bytes, "{again:?} canonical");
+            assert_eq!(
+                encoded(&decoded, again).unwrap(),
+                bytes,
+                "{again:?} canonical"
+            );
         }
     }
 });
