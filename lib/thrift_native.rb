@@ -76,13 +76,39 @@ module ThriftNative
 
     # The extension decides which names matter (FramedTransport's native methods rely on its private read_frame).
     def native_method_changed(klass, name)
-      method_changed(klass, name.to_s) if NATIVE_METHODS.key?(klass)
+      method_changed(klass, name.to_s) if NATIVE_METHODS.key?(klass) || RELIED_ON.include?(klass)
     end
   end
+
+  # Classes none of whose methods are ours but whose behaviour the struct codec reproduces natively: with thrift
+  # master, HeaderProtocol and the pure-Ruby BinaryProtocol it delegates to.
+  HEADER = defined?(::Thrift::HeaderTransport) && NATIVE_METHODS.key?(::Thrift::HeaderTransport)
+  RELIED_ON = (HEADER ? [::Thrift::HeaderProtocol, ::Thrift::BinaryProtocol] : []).freeze
+  private_constant :HEADER
+  private_constant :RELIED_ON
 
   ::Thrift::MemoryBufferTransport.singleton_class.prepend(FastPathGuard)
   ::Thrift::FramedTransport.singleton_class.prepend(FastPathGuard)
   ::Thrift::BufferedTransport.singleton_class.prepend(FastPathGuard)
   ::Thrift::BinaryProtocolAccelerated.singleton_class.prepend(FastPathGuard)
   ::Thrift::CompactProtocol.singleton_class.prepend(FastPathGuard)
+
+  # HeaderTransport's ZLIB transform is native while Zlib::Inflate and Zlib::Deflate are as loaded; a mock of
+  # `Zlib::Inflate.new` (or any change to their methods) sends that direction back through Zlib.
+  module ZlibGuard
+    %i[method_added method_removed method_undefined singleton_method_added singleton_method_removed
+       singleton_method_undefined].each do |hook|
+      define_method(hook) do |name|
+        ThriftNative.__send__(:zlib_changed, self)
+        super(name)
+      end
+    end
+  end
+
+  # thrift master's THeader classes, where the loaded thrift has them.
+  if HEADER
+    ::Thrift::HeaderTransport.singleton_class.prepend(FastPathGuard)
+    RELIED_ON.each { |klass| klass.singleton_class.prepend(FastPathGuard) }
+    [::Zlib::Inflate, ::Zlib::Deflate].each { |klass| klass.singleton_class.prepend(ZlibGuard) }
+  end
 end

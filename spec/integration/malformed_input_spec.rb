@@ -217,6 +217,42 @@ RSpec.describe "Malformed input" do
     expect(vm_kb).to be < 200_000, "peak address space grew by #{vm_kb} kB"
   end
 
+  # Through thrift master's HeaderProtocol (THRIFT_MASTER_RB): mutations fall on the frame size, the header block
+  # (varints, info headers, transform ids) and the payload; the same outcomes as master's C accelerator, whose struct
+  # code calls HeaderProtocol's methods for every value.
+  %w[binary compact].product(%w[header header-zlib]).each do |protocol, transport|
+    it "decodes mutated #{protocol} payloads through HeaderProtocol over #{transport} as master's C accelerator does" do
+      skip "THRIFT_MASTER_RB is not set" if ENV.fetch("THRIFT_MASTER_RB", "").empty?
+      valid = StructRuns.run("c-master", protocol, "write", 808, 10, transport: transport)
+      r = Random.new(14)
+      mutated = Array.new(Malformed::MUTATIONS / 4) { mutate(protocol, valid[r.rand(valid.size)], r).last }
+      ours = StructRuns.run("ours-master", protocol, "read", "Everything", input: mutated, transport: transport)
+      c = StructRuns.run("c-master", protocol, "read", "Everything", input: mutated, transport: transport)
+      expect(ours).to eq(c)
+      expect(StructRuns.run("ours-master", protocol, "read", "Everything", input: mutated, transport: transport, dispatch: true)).to eq(ours)
+      # A damaged ZLIB payload seldom inflates at all.
+      expect(ours.count { |o| o.is_a?(String) }).to be > (transport == "header-zlib" ? 0 : mutated.size / 20)
+      expect(ours.count { |o| o.is_a?(Array) }).to be > mutated.size / 4
+    end
+  end
+
+  # HeaderTransport asks for a whole frame in one read_all too (master limits frames to 1 GiB by default).
+  it "keeps memory bounded when a header frame on a socket declares up to 1 GiB" do
+    skip "THRIFT_MASTER_RB is not set" if ENV.fetch("THRIFT_MASTER_RB", "").empty?
+    require_relative "../support/header_frames"
+    leaf = "\x08\x00\x01\x00\x00\x00\x05\x00".b
+    frame = HeaderFrames.header(leaf)
+    inputs = [frame] + [0x3fff_ffff, 0x2000_0000, 0x4000_0000].map { |n| [n].pack("N") + frame[4..] }
+    ours, rss_kb, vm_kb = StructRuns.run("ours-master", "binary", "read-rss", "Leaf", input: inputs, transport: "header-socket")
+    c = StructRuns.run("c-master", "binary", "read", "Leaf", input: inputs, transport: "header-socket")
+    expect(ours).to eq(c)
+    expect(ours.first).to be_a(String)
+    expect(ours[1][0]).to eq("Thrift::TransportException")
+    expect(ours.last[1]).to eq("Frame size 1073741824 exceeds maximum 1073741823")
+    expect(rss_kb).to be < 20_000
+    expect(vm_kb).to be < 200_000, "peak address space grew by #{vm_kb} kB"
+  end
+
   # 200,000 levels: ours stops known struct nesting at Thrift::DEFAULT_RECURSION_DEPTH (master; 0.14's C accelerator
   # recurses until Ruby's stack check raises SystemStackError). Unknown nested values go through the thrift
   # library's BaseProtocol#skip, which has no depth limit in any version: SystemStackError, as with the C accelerator.

@@ -2,9 +2,11 @@
 
 # The one way a spec's or benchmark's child process loads an accelerator (only one can be loaded per process): pure
 # Ruby, Debian's C accelerator (thrift 0.14), a newer C accelerator from THRIFT_MASTER_RB (an apache/thrift
-# checkout's lib/rb whose ext/ you built), or ours. `ruby -r spec/support/accelerator.rb` then `Accelerator.load`.
+# checkout's lib/rb whose ext/ you built), or ours; pure-master and ours-master: that checkout's Ruby library (which
+# has HeaderTransport) without an accelerator or with ours. `ruby -r spec/support/accelerator.rb`, then
+# `Accelerator.load`.
 module Accelerator
-  NAMES = %w[pure c c-master ours].freeze
+  NAMES = %w[pure c c-master ours pure-master ours-master].freeze
   LIB = File.expand_path("../../lib", __dir__)
 
   class << self
@@ -15,7 +17,7 @@ module Accelerator
     def protocol_class(protocol = ENV.fetch("PROTOCOL", "binary"))
       case protocol
       when "compact" then Thrift::CompactProtocol
-      when "binary" then name == "pure" ? Thrift::BinaryProtocol : Thrift::BinaryProtocolAccelerated
+      when "binary" then name.start_with?("pure") ? Thrift::BinaryProtocol : Thrift::BinaryProtocolAccelerated
       else abort "unknown protocol #{protocol.inspect}: binary or compact"
       end
     end
@@ -38,6 +40,17 @@ module Accelerator
         $LOAD_PATH.unshift LIB
         require "thrift_native"
         abort "thrift_native is not active" unless ThriftNative.active?
+      when "pure-master", "ours-master"
+        # thrift master's Ruby library (HeaderTransport, HeaderProtocol), pure or with thrift_native.
+        $LOAD_PATH.unshift File.join(ENV.fetch("THRIFT_MASTER_RB"), "lib")
+        if name == "pure-master"
+          $LOADED_FEATURES << "thrift_native.so"
+          require "thrift"
+        else
+          $LOAD_PATH.unshift LIB
+          require "thrift_native"
+          abort "thrift_native is not active" unless ThriftNative.active?
+        end
       else
         abort "unknown accelerator #{name.inspect}: #{NAMES.join(", ")}"
       end

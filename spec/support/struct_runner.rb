@@ -9,8 +9,12 @@
 #   ruby struct_runner.rb ACCELERATOR calls SEED          -> Marshal [write call log, read call log] of a recording protocol
 #
 # TRANSPORT=framed (a FramedTransport over a MemoryBufferTransport), framed-pipe, framed-socket (over a Thrift::Socket
-# that receives the input, for reading only), buffered (a BufferedTransport over a PipeTransport) reads each input's bytes through that stack (frames, for the framed ones), and writes through it,
-# flushing after each struct and answering what reached the transport beneath.
+# that receives the input, for reading only), buffered (a BufferedTransport over a PipeTransport) reads each input's
+# bytes through that stack (frames, for the framed ones), and writes through it, flushing after each struct and
+# answering what reached the transport beneath. TRANSPORT=header or header-zlib (thrift master: pure-master,
+# c-master, ours-master) does the same with a HeaderProtocol (PROTOCOL its sub-protocol) over a MemoryBufferTransport,
+# with the ZLIB transform for header-zlib (header-socket: over a Thrift::Socket, for reading only); with DISPATCH=1, a
+# subclass of HeaderProtocol.
 require_relative "accelerator"
 require_relative "codec_types"
 require_relative "codec_samples"
@@ -20,20 +24,31 @@ require_relative "pipe_transport"
 CodecTypes.load!
 $stdout.binmode
 
-# DISPATCH=1 reads through a subclass of the protocol: the dispatch path instead of the fast path.
-PROTOCOL_CLASS = ENV["DISPATCH"] ? Class.new(Accelerator.protocol_class) : Accelerator.protocol_class
-
 TRANSPORT = ENV.fetch("TRANSPORT", "memory")
+HEADER = TRANSPORT.start_with?("header")
+
+# DISPATCH=1 reads through a subclass of the protocol: the dispatch path instead of the fast path.
+BASE_PROTOCOL = HEADER ? Thrift::HeaderProtocol : Accelerator.protocol_class
+PROTOCOL_CLASS = ENV["DISPATCH"] ? Class.new(BASE_PROTOCOL) : BASE_PROTOCOL
+
+# A protocol of `klass` over `trans`: a HeaderProtocol gets its sub-protocol and transform.
+def protocol_over(trans, klass = PROTOCOL_CLASS)
+  return klass.new(trans) unless HEADER
+
+  id = ENV.fetch("PROTOCOL", "binary") == "compact" ? Thrift::HeaderSubprotocolID::COMPACT : Thrift::HeaderSubprotocolID::BINARY
+  klass.new(trans, nil, id).tap { |p| p.add_transform(Thrift::HeaderTransformID::ZLIB) if TRANSPORT == "header-zlib" }
+end
 
 # The transport stack to read `bytes` through (empty for writing).
 def stack(bytes = "".b)
   case TRANSPORT
-  when "memory" then Thrift::MemoryBufferTransport.new(bytes)
+  when "memory", "header", "header-zlib" then Thrift::MemoryBufferTransport.new(bytes)
   when "framed" then Thrift::FramedTransport.new(Thrift::MemoryBufferTransport.new(bytes))
   when "framed-pipe" then Thrift::FramedTransport.new(PipeTransport.new(bytes))
   when "buffered" then Thrift::BufferedTransport.new(PipeTransport.new(bytes))
   when "framed-socket" then Thrift::FramedTransport.new(socket_with(bytes))
-  else abort "TRANSPORT: memory, framed, framed-pipe, framed-socket or buffered"
+  when "header-socket" then socket_with(bytes)
+  else abort "TRANSPORT: memory, framed, framed-pipe, framed-socket, buffered, header or header-zlib"
   end
 end
 
@@ -49,8 +64,10 @@ end
 # Writes `obj` through a new stack and answers the bytes that reached the bottom.
 def encode(obj)
   trans = stack
-  obj.write(Accelerator.protocol_class.new(trans))
-  return trans.read(trans.available) if TRANSPORT == "memory"
+  prot = protocol_over(trans, BASE_PROTOCOL)
+  obj.write(prot)
+  prot.trans.flush if HEADER
+  return trans.read(trans.available) if TRANSPORT == "memory" || HEADER
 
   trans.flush
   inner = trans.instance_variable_get(:@transport)
@@ -59,7 +76,7 @@ end
 
 def decode(klass, bytes, protocol_class = PROTOCOL_CLASS)
   obj = klass.new
-  obj.read(protocol_class.new(stack(bytes)))
+  obj.read(protocol_over(stack(bytes), protocol_class))
   obj.inspect
 rescue StandardError => e
   [e.class.name, e.message, e.respond_to?(:type) ? e.type : nil]
@@ -89,7 +106,7 @@ when "read-rss"
   $stdout.write Marshal.dump([outcomes, after[0] - before[0], after[1] - before[1]])
 when "calls"
   # A protocol that records every call the struct codec makes (the dispatch path), then does it.
-  recording = Class.new(Accelerator.protocol_class) do
+  recording = Class.new(BASE_PROTOCOL) do
     attr_reader :log
 
     def initialize(*)
@@ -106,23 +123,24 @@ when "calls"
   end
   sample = CodecSamples.everything(Random.new(Integer(ARGV.fetch(2))))
   out = stack
-  writer = recording.new(out)
+  writer = protocol_over(out, recording)
   sample.write(writer)
-  bytes = if TRANSPORT == "memory"
+  writer.trans.flush if HEADER
+  bytes = if TRANSPORT == "memory" || HEADER
             out.read(out.available)
           else
             out.flush
             inner = out.instance_variable_get(:@transport)
             inner.respond_to?(:unread) ? inner.unread : inner.read(inner.available)
           end
-  reader = recording.new(stack(bytes))
+  reader = protocol_over(stack(bytes), recording)
   CodecTest::Everything.new.read(reader)
   $stdout.write Marshal.dump([writer.log, reader.log])
 when "read-stream"
   # COUNT structs read one after the other from one stack over all the input's bytes (frames and refills falling
   # anywhere in them), then what a read past the end raises.
   klass = CodecTest.const_get(ARGV.fetch(2))
-  prot = PROTOCOL_CLASS.new(stack(Marshal.load($stdin.read)))
+  prot = protocol_over(stack(Marshal.load($stdin.read)))
   outcomes = Array.new(Integer(ARGV.fetch(3)) + 1) do
     obj = klass.new
     obj.read(prot)

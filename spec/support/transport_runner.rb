@@ -25,40 +25,7 @@ if accelerator == "ours-ruby-layers"
 end
 kind = ARGV.fetch(1)
 inner_kind = ARGV.fetch(2)
-
-# A transport beneath that records every call made on it: `read` answers up to the bytes asked for (a short read
-# when fewer remain, EOFError when none do), `write` keeps the bytes.
-class RecordingInner < Thrift::BaseTransport
-  attr_reader :calls, :written
-
-  def initialize(data)
-    @data = data.b
-    @calls = []
-    @written = "".b
-  end
-
-  def read(sz)
-    @calls << [:read, sz]
-    raise EOFError, "recording: no more data" if @data.empty? && sz.positive?
-
-    @data.slice!(0, sz)
-  end
-
-  def read_all(size)
-    @calls << [:read_all, size]
-    super
-  end
-
-  def write(buf)
-    @calls << [:write, buf.bytesize, buf.encoding.name]
-    @written << buf
-  end
-
-  def flush
-    @calls << [:flush]
-    :flushed
-  end
-end
+require_relative "recording_inner"
 
 FramedSubclass = Class.new(Thrift::FramedTransport)
 

@@ -28,6 +28,11 @@ pub fn protocol(code: i64, message: &str) -> Error {
     new_exception(thrift().protocol_exception, code, message)
 }
 
+/// `Thrift::TransportException.new(code, message)`.
+pub fn transport(code: i64, message: &str) -> Error {
+    new_exception(thrift().transport_exception, code, message)
+}
+
 /// `Thrift::TransportException.new(NEGATIVE_SIZE, "Negative size")` (code 5 on thrift 0.14, which lacks the constant).
 pub fn transport_negative_size() -> Error {
     new_exception(

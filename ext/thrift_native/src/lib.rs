@@ -34,9 +34,22 @@ fn method_changed(_rb_self: Value, class: Value, name: String) {
         struct_codec::binary_method_changed();
     } else if class.as_raw() == thrift::thrift().compact_protocol {
         struct_codec::compact_method_changed();
+    } else if class.as_raw() == thrift::thrift().binary_protocol {
+        struct_codec::pure_binary_method_changed();
+    } else if thrift::thrift()
+        .header
+        .as_ref()
+        .is_some_and(|h| h.protocol == class.as_raw())
+    {
+        struct_codec::header_protocol_method_changed();
     } else {
         layered::method_changed(class.as_raw(), &name);
     }
+}
+
+/// Called by lib/thrift_native.rb when Ruby code changes a method of Zlib::Inflate or Zlib::Deflate.
+fn zlib_changed(_rb_self: Value, class: Value) {
+    layered::header::zlib_changed(class.as_raw());
 }
 
 fn define_everything(ruby: &Ruby, namespace: RModule) -> Result<(), Error> {
@@ -65,6 +78,7 @@ fn define_everything(ruby: &Ruby, namespace: RModule) -> Result<(), Error> {
     defined?;
     gzip_writer::init(ruby, namespace)?;
     namespace.define_singleton_method("method_changed", method!(method_changed, 2))?;
+    namespace.define_singleton_method("zlib_changed", method!(zlib_changed, 1))?;
     Ok(())
 }
 

@@ -47,6 +47,34 @@ define_rb_intern!(
     RESET_MESSAGE_SIZE => "reset_message_size",
 );
 
+// HeaderTransport's ivars and the StringIO methods it uses.
+define_rb_intern!(
+    IVAR_READ_BUFFER => "@read_buffer",
+    IVAR_WRITE_BUFFER => "@write_buffer",
+    IVAR_CLIENT_TYPE => "@client_type",
+    IVAR_PROTOCOL_ID => "@protocol_id",
+    IVAR_ALLOWED_CLIENT_TYPES => "@allowed_client_types",
+    IVAR_READ_HEADERS => "@read_headers",
+    IVAR_WRITE_HEADERS => "@write_headers",
+    IVAR_WRITE_TRANSFORMS => "@write_transforms",
+    IVAR_SEQUENCE_ID => "@sequence_id",
+    IVAR_FLAGS => "@flags",
+    IVAR_MAX_FRAME_SIZE => "@max_frame_size",
+    IVAR_MAX_DECOMPRESSED_SIZE => "@max_decompressed_size",
+    IVAR_UNFRAMED_BYTES_READ => "@unframed_bytes_read",
+    IVAR_HEADER_TRANSPORT => "@header_transport",
+    IVAR_PROTOCOL => "@protocol",
+    INCLUDE_P => "include?",
+    EOF_P => "eof?",
+    CLOSED_READ_P => "closed_read?",
+    CLOSED_WRITE_P => "closed_write?",
+    STRING => "string",
+    POS => "pos",
+    SET_POS => "pos=",
+    BOUNDED_INFLATE => "bounded_inflate",
+    DEFLATE => "deflate",
+);
+
 // Thrift::Bytes.
 define_rb_intern!(
     FORCE_BINARY_ENCODING => "force_binary_encoding",

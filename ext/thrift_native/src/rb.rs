@@ -4,6 +4,8 @@
 //! Only functions that cannot raise are called raw here; anything that can raise goes through `magnus::rb_sys::protect`
 //! so that no Ruby exception jumps over Rust frames.
 
+use std::os::raw::c_int;
+use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use magnus::rb_sys::{protect, FromRawValue};
@@ -373,6 +375,65 @@ pub fn pin_forever(v: VALUE) {
 #[inline(always)]
 pub unsafe fn array_len(ary: VALUE) -> usize {
     get_default().rarray_len(ary) as usize
+}
+
+/// Element `i` of an Array (nil past its end).
+///
+/// # Safety
+/// `ary` must be an Array (T_ARRAY).
+#[inline(always)]
+pub unsafe fn array_entry(ary: VALUE, i: usize) -> VALUE {
+    // SAFETY: the caller guarantees an Array; rb_ary_entry does not raise.
+    unsafe { rb_sys::rb_ary_entry(ary, i as _) }
+}
+
+/// What `hash_foreach` hands its callback.
+struct EachPair<F> {
+    f: F,
+    error: Option<Error>,
+}
+
+/// `rb_hash_foreach`'s callback: one pair to `f`.
+///
+/// # Safety
+/// `arg` must be the address of a live `EachPair<F>` (as `hash_foreach` passes it).
+unsafe extern "C" fn each_pair_callback<F>(key: VALUE, value: VALUE, arg: VALUE) -> c_int
+where
+    F: FnMut(VALUE, VALUE) -> Result<(), Error>,
+{
+    const ST_CONTINUE: c_int = 0;
+    const ST_STOP: c_int = 1;
+    // SAFETY: `arg` is the address of the EachPair that `hash_foreach` keeps alive across rb_hash_foreach.
+    let ctx = unsafe { &mut *(arg as *mut EachPair<F>) };
+    // A panic becomes a Ruby fatal error here instead of unwinding into rb_hash_foreach's C frames.
+    let outcome =
+        magnus::rb_sys::catch_unwind(AssertUnwindSafe(|| (ctx.f)(key, value))).and_then(|r| r);
+    match outcome {
+        Ok(()) => ST_CONTINUE,
+        Err(e) => {
+            ctx.error = Some(e);
+            ST_STOP
+        }
+    }
+}
+
+/// Calls `f` with every pair of `hash`, without making an Array of its keys. `f`'s first error stops the walk.
+pub fn hash_foreach<F>(hash: VALUE, f: F) -> Result<(), Error>
+where
+    F: FnMut(VALUE, VALUE) -> Result<(), Error>,
+{
+    let mut ctx = EachPair { f, error: None };
+    let arg = &mut ctx as *mut EachPair<F> as VALUE;
+    // SAFETY: protected, because rb_hash_foreach raises if the Hash is changed during the walk; the callback never
+    // lets a Ruby exception or a panic escape (it records them in `ctx`), and `ctx` outlives the call.
+    let walked = protect(|| unsafe {
+        rb_sys::rb_hash_foreach(hash, Some(each_pair_callback::<F>), arg);
+        QNIL
+    });
+    if let Some(e) = ctx.error.take() {
+        return Err(e);
+    }
+    walked.map(drop)
 }
 
 /// FrozenError, with Ruby's own message, when `obj` is frozen.

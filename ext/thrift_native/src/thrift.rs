@@ -68,6 +68,27 @@ pub struct Thrift {
     pub has_uuid_type: bool,
     /// `Thrift::DEFAULT_RECURSION_DEPTH` when defined, else 64.
     pub default_recursion_depth: i64,
+    /// HeaderTransport and HeaderProtocol, when the library has them (thrift master).
+    pub header: Option<HeaderClasses>,
+}
+
+/// thrift master's THeader classes and what their native methods need.
+#[derive(Debug)]
+pub struct HeaderClasses {
+    pub transport: VALUE,
+    pub protocol: VALUE,
+    /// `::StringIO`, the transport's read and write buffers.
+    pub string_io: VALUE,
+    /// `Zlib::NeedDict`, which the Ruby transport lets through from a ZLIB payload needing a dictionary.
+    pub zlib_need_dict: VALUE,
+    /// `Zlib::Inflate` and `Zlib::Deflate`: while their methods are unchanged (not mocked), the ZLIB transform runs
+    /// natively (lib/thrift_native.rb watches them).
+    pub zlib_inflate: VALUE,
+    pub zlib_deflate: VALUE,
+    /// TransportException codes.
+    pub unknown: i64,
+    pub end_of_file: i64,
+    pub size_limit: i64,
 }
 
 // SAFETY: the VALUEs are pinned classes and modules that live as long as the process; they are only used while
@@ -159,6 +180,7 @@ pub fn probe(ruby: &Ruby) -> Result<&'static Thrift, Error> {
         type_shift_amount: compact_const("TYPE_SHIFT_AMOUNT")?,
     };
     let garbage_buffer_size: i64 = memory_buffer.const_get("GARBAGE_BUFFER_SIZE")?;
+    let header = probe_header(ruby, module, transport_exception)?;
 
     let found = Thrift {
         module: pinned(module),
@@ -184,7 +206,42 @@ pub fn probe(ruby: &Ruby) -> Result<&'static Thrift, Error> {
         uuid_type,
         has_uuid_type,
         default_recursion_depth,
+        header,
     };
     let _ = THRIFT.set(found);
     Ok(thrift())
+}
+
+/// HeaderTransport and HeaderProtocol, if the library defines both (thrift master; not 0.14 to 0.22).
+fn probe_header(
+    ruby: &Ruby,
+    module: RModule,
+    transport_exception: RClass,
+) -> Result<Option<HeaderClasses>, Error> {
+    let defined = |scope: Value, name: &str| -> Result<bool, Error> {
+        scope.funcall("const_defined?", (ruby.to_symbol(name), false))
+    };
+    let m = module.as_value();
+    if !defined(m, "HeaderTransport")? || !defined(m, "HeaderProtocol")? {
+        return Ok(None);
+    }
+    let transport: RClass = module.const_get("HeaderTransport")?;
+    let protocol: RClass = module.const_get("HeaderProtocol")?;
+    let string_io = const_value(ruby.class_object(), "StringIO")?;
+    let zlib: RModule = ruby.class_object().const_get("Zlib")?;
+    let zlib_need_dict = const_value(zlib, "NeedDict")?;
+    let zlib_inflate = const_value(zlib, "Inflate")?;
+    let zlib_deflate = const_value(zlib, "Deflate")?;
+    let code = |name: &str| transport_exception.const_get::<_, i64>(name);
+    Ok(Some(HeaderClasses {
+        transport: pinned(transport),
+        protocol: pinned(protocol),
+        string_io: pinned(string_io),
+        zlib_need_dict: pinned(zlib_need_dict),
+        zlib_inflate: pinned(zlib_inflate),
+        zlib_deflate: pinned(zlib_deflate),
+        unknown: code("UNKNOWN")?,
+        end_of_file: code("END_OF_FILE")?,
+        size_limit: code("SIZE_LIMIT")?,
+    }))
 }

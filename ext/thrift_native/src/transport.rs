@@ -6,7 +6,8 @@ use magnus::{Error, Ruby};
 use rb_sys::VALUE;
 
 use crate::ivars::IvarSlot;
-use crate::layered::{self, LayeredBuffer};
+use crate::layered::header::fast::StringIoTarget;
+use crate::layered::{self, InPlace, LayeredBuffer};
 use crate::memory_buffer::{self, MemoryBuffer};
 use crate::names::{IVAR_RBUF, READ_ALL, READ_BYTE, READ_INTO_BUFFER, WRITE};
 use crate::thrift::thrift;
@@ -56,6 +57,22 @@ impl WireInput for Wire<'_> {
 pub trait FastBuffer: Sized {
     /// The buffer of `trans`, when the fast path may read it.
     fn plain(trans: VALUE) -> Option<Self>;
+    /// Picks the buffer up again after Ruby code ran (which may have changed the transport); false when the fast
+    /// path may no longer read it.
+    #[inline(always)]
+    fn resume(&mut self, trans: VALUE) -> bool {
+        match Self::plain(trans) {
+            Some(b) => {
+                *self = b;
+                true
+            }
+            None => false,
+        }
+    }
+    /// Hands the read position to the transport, for a buffer that keeps its own (before Ruby code that reads the
+    /// transport, and at the end).
+    #[inline(always)]
+    fn commit(&mut self) {}
     /// Bytes known to remain in the message (for reservations); None when more may come from a refill.
     fn remaining(&self) -> Option<usize>;
     fn read_byte(&mut self, ruby: &Ruby) -> Result<u8, Error>;
@@ -110,10 +127,17 @@ impl FastBuffer for MemoryBuffer {
     }
 }
 
-impl FastBuffer for LayeredBuffer {
+/// FramedTransport's, BufferedTransport's and HeaderTransport's read buffers, refilled through the transport.
+impl<B: InPlace> FastBuffer for B {
     #[inline(always)]
     fn plain(trans: VALUE) -> Option<Self> {
-        LayeredBuffer::plain(trans)
+        <B as InPlace>::plain(trans)
+    }
+    fn resume(&mut self, trans: VALUE) -> bool {
+        InPlace::resume(self, trans)
+    }
+    fn commit(&mut self) {
+        InPlace::commit(self)
     }
     #[inline(always)]
     fn remaining(&self) -> Option<usize> {
@@ -121,7 +145,7 @@ impl FastBuffer for LayeredBuffer {
     }
     #[inline(always)]
     fn read_byte(&mut self, _ruby: &Ruby) -> Result<u8, Error> {
-        LayeredBuffer::read_byte(self)
+        InPlace::read_byte(self)
     }
     #[inline(always)]
     fn read_array<const N: usize>(
@@ -129,11 +153,11 @@ impl FastBuffer for LayeredBuffer {
         _ruby: &Ruby,
         protocol: VALUE,
     ) -> Result<[u8; N], Error> {
-        LayeredBuffer::read_array(self, rb::ivar_get(protocol, IVAR_RBUF.get()))
+        InPlace::read_array(self, rb::ivar_get(protocol, IVAR_RBUF.get()))
     }
     #[inline(always)]
     fn read_varint<R: VarintStep>(&mut self, ruby: &Ruby) -> Result<R::Output, Error> {
-        LayeredBuffer::read_varint::<R>(self, ruby)
+        InPlace::read_varint::<R>(self, ruby)
     }
     #[inline(always)]
     fn read_with<R>(
@@ -142,7 +166,7 @@ impl FastBuffer for LayeredBuffer {
         n: usize,
         make: impl FnOnce(&[u8]) -> R,
     ) -> Result<R, Error> {
-        LayeredBuffer::read_with(self, ruby, n, make)
+        InPlace::read_with(self, ruby, n, make)
     }
 }
 
@@ -181,7 +205,7 @@ impl Input {
         match self {
             Input::Buffer(mb) => mb.read_array(ruby),
             Input::Layered { buf, protocol } => {
-                buf.read_array(rb::ivar_get(*protocol, IVAR_RBUF.get()))
+                InPlace::read_array(buf, rb::ivar_get(*protocol, IVAR_RBUF.get()))
             }
             Input::Transport { trans, protocol } => {
                 read_into_rbuf(*trans, rb::ivar_get(*protocol, IVAR_RBUF.get()))
@@ -194,7 +218,7 @@ impl Input {
     pub fn read_byte(&mut self, ruby: &Ruby) -> Result<i8, Error> {
         match self {
             Input::Buffer(mb) => mb.read_byte(ruby).map(|b| b as i8),
-            Input::Layered { buf, .. } => buf.read_byte().map(|b| b as i8),
+            Input::Layered { buf, .. } => InPlace::read_byte(buf).map(|b| b as i8),
             Input::Transport { trans, .. } => {
                 let b = rb::funcall(*trans, READ_BYTE.get(), &[])?;
                 Ok(rb::num2int(b)? as i8)
@@ -208,7 +232,7 @@ impl Input {
     pub fn read_varint<R: VarintStep>(&mut self, ruby: &Ruby) -> Result<R::Output, Error> {
         match self {
             Input::Buffer(mb) => mb.read_varint::<R>(ruby),
-            Input::Layered { buf, .. } => buf.read_varint::<R>(ruby),
+            Input::Layered { buf, .. } => InPlace::read_varint::<R>(buf, ruby),
             Input::Transport { .. } => {
                 let mut reader = R::default();
                 loop {
@@ -238,7 +262,7 @@ impl Input {
         match self {
             Input::Buffer(mb) => mb.read_with(ruby, 16, uuid_text),
             Input::Layered { buf, .. } if buf.available() >= 16 => {
-                buf.read_with(ruby, 16, uuid_text)
+                InPlace::read_with(buf, ruby, 16, uuid_text)
             }
             Input::Layered { .. } | Input::Transport { .. } => {
                 let data = self.read_all(ruby, 16)?;
@@ -252,7 +276,7 @@ impl Input {
         match self {
             Input::Buffer(mb) => mb.read_with(ruby, n, rb::utf8_string),
             Input::Layered { buf, .. } if buf.available() >= n => {
-                buf.read_with(ruby, n, rb::utf8_string)
+                InPlace::read_with(buf, ruby, n, rb::utf8_string)
             }
             Input::Layered { .. } | Input::Transport { .. } => {
                 bytes::convert_to_string(self.read_all(ruby, n)?)
@@ -307,6 +331,39 @@ fn uuid_text_of(data: VALUE) -> Result<VALUE, Error> {
 #[inline(always)]
 pub fn fast_write_buffer(trans: VALUE) -> Option<VALUE> {
     memory_buffer::plain_write_buffer(trans).or_else(|| layered::write_buffer(trans))
+}
+
+/// Where the struct codec's fast path appends: a transport's String buffer, or a HeaderTransport's StringIO.
+#[derive(Clone, Copy)]
+pub enum WriteTarget {
+    String(VALUE),
+    StringIo(StringIoTarget),
+}
+
+impl WriteTarget {
+    #[inline(always)]
+    pub fn of(trans: VALUE) -> Option<Self> {
+        match fast_write_buffer(trans) {
+            Some(buf) => Some(WriteTarget::String(buf)),
+            None => StringIoTarget::of(trans).map(WriteTarget::StringIo),
+        }
+    }
+
+    /// The target again after Ruby code ran.
+    pub fn resume(self, trans: VALUE) -> Option<Self> {
+        match self {
+            WriteTarget::String(_) => Self::of(trans),
+            WriteTarget::StringIo(t) => t.resume().map(WriteTarget::StringIo),
+        }
+    }
+
+    #[inline(always)]
+    pub fn append(&mut self, bytes: &[u8]) -> Result<(), Error> {
+        match self {
+            WriteTarget::String(buf) => rb::str_cat(*buf, bytes),
+            WriteTarget::StringIo(t) => t.append(bytes),
+        }
+    }
 }
 
 /// Where a protocol's writes go.

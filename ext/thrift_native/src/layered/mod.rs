@@ -13,22 +13,23 @@
 
 mod buffered;
 mod framed;
+pub mod header;
+mod in_place;
+
+pub use in_place::InPlace;
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use magnus::{Error, Ruby};
 use rb_sys::VALUE;
 
-use thrift_native_core::compact::{decode_varint, VarintStep, MAX_VARINT64_BYTES};
-use thrift_native_core::CoreError;
-
 use crate::ivars::IvarSlot;
 use crate::names::{
     BIND_CALL, INSTANCE_METHOD, IVAR_INDEX, IVAR_RBUF, IVAR_READ, IVAR_TRANSPORT, IVAR_WBUF,
-    IVAR_WRITE, READ_ALL, READ_BYTE,
+    IVAR_WRITE, READ_ALL,
 };
 use crate::thrift::thrift;
-use crate::{bytes, errors, rb};
+use crate::{bytes, rb};
 
 /// The methods defined natively on both classes, in the order of [`Class::originals`].
 pub const NATIVE_METHODS: [&str; 6] = [
@@ -158,6 +159,7 @@ fn class_of(this: VALUE) -> Option<&'static Class> {
 /// Ruby code redefined (or removed) a method of `class`: its methods fall back to the Ruby library's from now on.
 /// FramedTransport's private `read_frame` counts, as the native methods do what it does.
 pub fn method_changed(class: VALUE, name: &str) {
+    header::method_changed(class, name);
     for c in [&FRAMED, &BUFFERED] {
         if c.class() == class && (NATIVE_METHODS.contains(&name) || name == "read_frame") {
             c.native.store(false, Ordering::Relaxed);
@@ -225,6 +227,33 @@ impl LayeredBuffer {
         self.len.saturating_sub(self.index)
     }
 
+    /// `trans.read_all(n)` as a BINARY String (from the buffer without a call when the bytes are there).
+    pub fn read_all(&mut self, ruby: &Ruby, n: usize) -> Result<VALUE, Error> {
+        if n <= self.available() {
+            return self.read_with(ruby, n, rb::binary_string);
+        }
+        self.call(|trans| rb::funcall(trans, READ_ALL.get(), &[rb::integer(n as i64)]))
+    }
+
+    /// After Ruby code ran: the transport's state as it left it. If it is no longer plain (a refill put something
+    /// odd in `@rbuf`), the buffer is empty, so every later read goes through the transport's methods.
+    fn reload(&mut self) {
+        match Self::load(self.class, self.trans) {
+            Some(b) => *self = b,
+            None => {
+                self.len = 0;
+                self.index = 0;
+            }
+        }
+    }
+}
+
+impl InPlace for LayeredBuffer {
+    #[inline(always)]
+    fn plain(trans: VALUE) -> Option<Self> {
+        LayeredBuffer::plain(trans)
+    }
+
     #[inline(always)]
     fn unread(&self) -> &[u8] {
         // SAFETY: `ptr` and `len` are `rbuf`'s bytes (see the struct's doc); callers drop the slice before any Ruby
@@ -239,96 +268,11 @@ impl LayeredBuffer {
         self.class.store_index(self.trans, self.index);
     }
 
-    /// N bytes from the buffer, or (crossing its end) `trans.read_into_buffer(rbuf, N)` then `rbuf`'s first N bytes,
-    /// as the C accelerator reads them (`rbuf`: the protocol's `@rbuf`).
-    #[inline(always)]
-    pub fn read_array<const N: usize>(&mut self, rbuf: VALUE) -> Result<[u8; N], Error> {
-        if let Some(b) = self.unread().get(..N) {
-            let out: [u8; N] = b.try_into().expect("N bytes");
-            self.advance(N);
-            return Ok(out);
-        }
-        let result = crate::transport::read_into_rbuf(self.trans, rbuf);
+    /// `@index` is always stored, so there is nothing to hand over.
+    fn call<T>(&mut self, f: impl FnOnce(VALUE) -> Result<T, Error>) -> Result<T, Error> {
+        let result = f(self.trans);
         self.reload();
         result
-    }
-
-    /// A byte from the buffer, or `trans.read_byte` (then `FIX2INT`, as the C accelerator: nil is a TypeError).
-    #[inline(always)]
-    pub fn read_byte(&mut self) -> Result<u8, Error> {
-        if let Some(&b) = self.unread().first() {
-            self.advance(1);
-            return Ok(b);
-        }
-        let result = rb::funcall(self.trans, READ_BYTE.get(), &[]);
-        self.reload();
-        Ok(rb::num2int(result?)? as u8)
-    }
-
-    /// A compact varint: decoded from the buffer in one go when it ends there, else byte by byte as the C
-    /// accelerator reads it (`trans.read_byte` once the buffer is used up).
-    #[inline(always)]
-    pub fn read_varint<R: VarintStep>(&mut self, ruby: &Ruby) -> Result<R::Output, Error> {
-        let rest = self.unread();
-        let (result, consumed) = decode_varint::<R>(&rest[..rest.len().min(MAX_VARINT64_BYTES)]);
-        if !matches!(result, Err(CoreError::Eof { .. })) {
-            self.advance(consumed);
-            return result.map_err(|e| errors::from_core(ruby, e));
-        }
-        let mut reader = R::default();
-        loop {
-            let b = self.read_byte()?;
-            if let Some(v) = reader.step(b).map_err(|e| errors::from_core(ruby, e))? {
-                return Ok(v);
-            }
-        }
-    }
-
-    /// Exactly `n` bytes handed to `make` (which may allocate but runs no Ruby code), from the buffer, or from
-    /// `trans.read_all(n)` when they cross its end.
-    #[inline(always)]
-    pub fn read_with<R>(
-        &mut self,
-        ruby: &Ruby,
-        n: usize,
-        make: impl FnOnce(&[u8]) -> R,
-    ) -> Result<R, Error> {
-        if let Some(b) = self.unread().get(..n) {
-            let value = make(b);
-            self.advance(n);
-            return Ok(value);
-        }
-        let result = rb::funcall(self.trans, READ_ALL.get(), &[rb::integer(n as i64)]);
-        self.reload();
-        let data = result?;
-        // The transport's read_all answers exactly n bytes or raises; anything else is a short read.
-        // SAFETY: `data` is a String on this stack; `make` runs no Ruby code.
-        match rb::is_string(data).then(|| unsafe { rb::str_bytes(data) }) {
-            Some(bytes) if bytes.len() == n => Ok(make(bytes)),
-            _ => Err(errors::eof(ruby)),
-        }
-    }
-
-    /// `trans.read_all(n)` as a BINARY String (from the buffer without a call when the bytes are there).
-    pub fn read_all(&mut self, ruby: &Ruby, n: usize) -> Result<VALUE, Error> {
-        if n <= self.available() {
-            return self.read_with(ruby, n, rb::binary_string);
-        }
-        let result = rb::funcall(self.trans, READ_ALL.get(), &[rb::integer(n as i64)]);
-        self.reload();
-        result
-    }
-
-    /// After Ruby code ran: the transport's state as it left it. If it is no longer plain (a refill put something
-    /// odd in `@rbuf`), the buffer is empty, so every later read goes through the transport's methods.
-    fn reload(&mut self) {
-        match Self::load(self.class, self.trans) {
-            Some(b) => *self = b,
-            None => {
-                self.len = 0;
-                self.index = 0;
-            }
-        }
     }
 }
 
@@ -397,7 +341,7 @@ pub fn init(ruby: &Ruby) -> Result<(), Error> {
     }
     framed::init(ruby, &FRAMED)?;
     buffered::init(ruby, &BUFFERED)?;
-    Ok(())
+    header::init(ruby)
 }
 
 impl Class {

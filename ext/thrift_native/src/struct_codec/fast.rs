@@ -27,7 +27,7 @@ use super::dispatch::{write_method, DispatchSink, DispatchSource};
 use crate::compact_protocol::{set_ivar, BOOL_VALUE};
 use crate::field_plan::RubyField;
 use crate::names::{IVAR_BOOL_VALUE, SKIP};
-use crate::transport::{fast_write_buffer, FastBuffer};
+use crate::transport::{FastBuffer, WriteTarget};
 use crate::{errors, rb};
 
 /// A transport's buffer, as the core's encodings read it, and the protocol object whose `@bool_value` the compact
@@ -108,6 +108,7 @@ impl<'r, B: FastBuffer> OverBuffer<'r> for CompactIn<BufferHost<'r, B>> {
 }
 
 /// Reads an encoding from the buffer; `skip` is the protocol's own (Ruby) `skip`, as the C accelerator calls it.
+/// `protocol` is the one the struct was given (a HeaderProtocol, or the encoding's own protocol object).
 pub struct FastSource<W> {
     wire: W,
     protocol: VALUE,
@@ -116,12 +117,14 @@ pub struct FastSource<W> {
     lost: Option<DispatchSource>,
 }
 
-/// An encoding (`BinaryIn::new` or `CompactIn::new`) read straight from `trans`'s buffer, if `trans` is a plain
-/// MemoryBufferTransport. The compact encoding's field-id deltas are kept in Rust per struct instead of in
+/// An encoding (`BinaryIn::new` or `CompactIn::new`) read straight from `trans`'s buffer, if the fast path may read
+/// it. `encoder` is the protocol object of that encoding (its `@rbuf` and `@bool_value`): `protocol` itself, or a
+/// HeaderProtocol's inner one. The compact encoding's field-id deltas are kept in Rust per struct instead of in
 /// `@last_field`: Ruby code run in between (`skip`, `validate`) only pushes and pops its own entries there.
 pub fn source<'r, B: FastBuffer, W>(
     ruby: &'r Ruby,
     protocol: VALUE,
+    encoder: VALUE,
     trans: VALUE,
     encoding: impl FnOnce(BufferHost<'r, B>) -> W,
 ) -> Option<FastSource<W>> {
@@ -129,7 +132,7 @@ pub fn source<'r, B: FastBuffer, W>(
     let host = BufferHost {
         ruby,
         buffer,
-        protocol,
+        protocol: encoder,
     };
     Some(FastSource {
         wire: encoding(host),
@@ -137,6 +140,15 @@ pub fn source<'r, B: FastBuffer, W>(
         trans,
         lost: None,
     })
+}
+
+impl<'r, W: OverBuffer<'r>> FastSource<W> {
+    /// The end of the read: the transport is handed the read position (for a buffer that keeps its own).
+    pub fn finish(mut self) {
+        if self.lost.is_none() {
+            self.wire.host_mut().buffer.commit();
+        }
+    }
 }
 
 /// Each method: the encoding over the buffer, or the protocol's method once the buffer is lost.
@@ -171,9 +183,8 @@ where
         if self.lost.is_some() {
             return;
         }
-        match W::Buffer::plain(self.trans) {
-            Some(buffer) => self.wire.host_mut().buffer = buffer,
-            None => self.lost = Some(DispatchSource::new(self.protocol)),
+        if !self.wire.host_mut().buffer.resume(self.trans) {
+            self.lost = Some(DispatchSource::new(self.protocol));
         }
     }
 
@@ -227,6 +238,7 @@ where
         if let Some(dispatch) = &mut self.lost {
             return dispatch.skip(ttype, depth, values);
         }
+        self.wire.host_mut().buffer.commit();
         let result = rb::funcall(self.protocol, SKIP.get(), &[rb::integer(ttype)]);
         self.resync();
         result.map(drop)
@@ -238,30 +250,32 @@ thread_local! {
     static SCRATCH: Cell<Vec<u8>> = const { Cell::new(Vec::new()) };
 }
 
-/// Encodes into a Rust buffer, appended to the transport's `@buf` before any Ruby code runs and at the end.
+/// Encodes into a Rust buffer, appended to the transport's buffer (`@buf`, `@wbuf`, a HeaderTransport's StringIO)
+/// before any Ruby code runs and at the end.
 pub struct FastSink<E> {
     encoder: E,
     protocol: VALUE,
     trans: VALUE,
-    buf: VALUE,
+    target: WriteTarget,
     /// The transport stopped being plain while Ruby code ran: the protocol's methods from then on.
     lost: Option<DispatchSink>,
 }
 
-/// `encoder` over `trans`'s buffer, if `trans` is a plain MemoryBufferTransport.
+/// `encoder` over `trans`'s buffer, if the fast path may append to it. `protocol`: the one the struct was given
+/// (whose methods write the values the encoder leaves to them).
 pub fn sink<E: Encoder>(
     protocol: VALUE,
     trans: VALUE,
     encoder: impl FnOnce(Vec<u8>) -> E,
 ) -> Option<FastSink<E>> {
-    let buf = fast_write_buffer(trans)?;
+    let target = WriteTarget::of(trans)?;
     let mut out = SCRATCH.with(|s| s.take());
     out.clear();
     Some(FastSink {
         encoder: encoder(out),
         protocol,
         trans,
-        buf,
+        target,
         lost: None,
     })
 }
@@ -273,7 +287,7 @@ impl<E: Encoder> FastSink<E> {
         if self.lost.is_some() || out.is_empty() {
             return Ok(());
         }
-        let result = rb::str_cat(self.buf, out);
+        let result = self.target.append(out);
         out.clear();
         result
     }
@@ -315,8 +329,8 @@ impl<E: Encoder> Sink<VALUE, RubyField> for FastSink<E> {
         self.flush()?;
         let result = f();
         if self.lost.is_none() {
-            match fast_write_buffer(self.trans) {
-                Some(buf) => self.buf = buf,
+            match self.target.resume(self.trans) {
+                Some(target) => self.target = target,
                 None => self.lost = Some(DispatchSink::new(self.protocol)),
             }
         }

@@ -1,9 +1,6 @@
 //! Ruby objects read back for the core's encoder: a struct's ivars, a union's `@setfield`/`@value`, the scalars the
 //! fast path can encode without the protocol's checks, and the C accelerator's way through Arrays, Hashes and Sets.
 
-use std::os::raw::c_int;
-use std::panic::AssertUnwindSafe;
-
 use magnus::rb_sys::protect;
 use magnus::{Error, Ruby};
 use rb_sys::ruby_value_type::{RUBY_T_ARRAY, RUBY_T_HASH};
@@ -166,7 +163,7 @@ impl Inspect<'static> for RubyValues<'_> {
         F: FnMut(&mut Self, VALUE, VALUE) -> Result<(), Error>,
     {
         if native {
-            return foreach(map, |key, value| f(self, key, value));
+            return rb::hash_foreach(map, |key, value| f(self, key, value));
         }
         let keys = rb::funcall(map, KEYS.get(), &[])?;
         let n = self.list_len(keys)?;
@@ -209,55 +206,6 @@ impl Inspect<'static> for RubyValues<'_> {
     where
         F: FnMut(&mut Self, VALUE) -> Result<(), Error>,
     {
-        foreach(map, |key, _| f(self, key))
+        rb::hash_foreach(map, |key, _| f(self, key))
     }
-}
-
-/// What `foreach` hands its callback.
-struct EachPair<F> {
-    f: F,
-    error: Option<Error>,
-}
-
-/// `rb_hash_foreach`'s callback: one pair to `f`.
-///
-/// # Safety
-/// `arg` must be the address of a live `EachPair<F>` (as `foreach` passes it).
-unsafe extern "C" fn each_pair_callback<F>(key: VALUE, value: VALUE, arg: VALUE) -> c_int
-where
-    F: FnMut(VALUE, VALUE) -> Result<(), Error>,
-{
-    const ST_CONTINUE: c_int = 0;
-    const ST_STOP: c_int = 1;
-    // SAFETY: `arg` is the address of the EachPair that `foreach` keeps alive across rb_hash_foreach.
-    let ctx = unsafe { &mut *(arg as *mut EachPair<F>) };
-    // A panic becomes a Ruby fatal error here instead of unwinding into rb_hash_foreach's C frames.
-    let outcome =
-        magnus::rb_sys::catch_unwind(AssertUnwindSafe(|| (ctx.f)(key, value))).and_then(|r| r);
-    match outcome {
-        Ok(()) => ST_CONTINUE,
-        Err(e) => {
-            ctx.error = Some(e);
-            ST_STOP
-        }
-    }
-}
-
-/// Calls `f` with every pair of `hash`, without making an Array of its keys. `f`'s first error stops the walk.
-fn foreach<F>(hash: VALUE, f: F) -> Result<(), Error>
-where
-    F: FnMut(VALUE, VALUE) -> Result<(), Error>,
-{
-    let mut ctx = EachPair { f, error: None };
-    let arg = &mut ctx as *mut EachPair<F> as VALUE;
-    // SAFETY: protected, because rb_hash_foreach raises if the Hash is changed during the walk; the callback never
-    // lets a Ruby exception or a panic escape (it records them in `ctx`), and `ctx` outlives the call.
-    let walked = protect(|| unsafe {
-        rb_sys::rb_hash_foreach(hash, Some(each_pair_callback::<F>), arg);
-        rb::QNIL
-    });
-    if let Some(e) = ctx.error.take() {
-        return Err(e);
-    }
-    walked.map(drop)
 }

@@ -4,9 +4,10 @@
 //! - `build.rs`: the Ruby objects the decoder makes (with `defaults.rs`: field defaults);
 //! - `inspect.rs`: Ruby objects read back for the encoder;
 //! - `fast.rs`: the fast path, when the protocol is exactly `BinaryProtocolAccelerated` or `Thrift::CompactProtocol`
-//!   with our methods over a plain MemoryBufferTransport or an exact FramedTransport or BufferedTransport: the whole
-//!   tree is decoded from, and encoded into, the transport's buffer, with no method call per field and no
-//!   field-header Arrays;
+//!   with our methods over a plain MemoryBufferTransport or an exact FramedTransport or BufferedTransport, or an
+//!   exact `HeaderProtocol` over its HeaderTransport with its `BinaryProtocol` or `CompactProtocol` inside (thrift
+//!   master): the whole tree is decoded from, and encoded into, the transport's buffer, with no method call per
+//!   field and no field-header Arrays;
 //! - `dispatch.rs`: every other protocol, called as the C accelerator calls it, so that mocks and other protocols
 //!   see the same call sequence.
 
@@ -31,8 +32,10 @@ use self::build::{RubyBuilder, RubyStruct};
 use self::dispatch::{DispatchSink, DispatchSource};
 use self::inspect::RubyValues;
 use crate::field_plan::{plan_for, RubyField};
+use crate::layered::header::fast::HeaderBuffer;
 use crate::layered::LayeredBuffer;
 use crate::memory_buffer::MemoryBuffer;
+use crate::names::{IVAR_HEADER_TRANSPORT, IVAR_PROTOCOL, IVAR_TRANS};
 use crate::thrift::thrift;
 use crate::{binary_protocol, compact_protocol, errors, rb, registry};
 
@@ -40,6 +43,10 @@ use crate::{binary_protocol, compact_protocol, errors, rb, registry};
 /// codec then dispatches to that protocol's methods.
 static BINARY_METHODS_ARE_NATIVE: AtomicBool = AtomicBool::new(true);
 static COMPACT_METHODS_ARE_NATIVE: AtomicBool = AtomicBool::new(true);
+/// False once Ruby code redefines a method of the pure-Ruby BinaryProtocol or of HeaderProtocol: struct read and
+/// write through a HeaderProtocol then dispatch to its methods.
+static PURE_BINARY_METHODS_UNCHANGED: AtomicBool = AtomicBool::new(true);
+static HEADER_PROTOCOL_METHODS_UNCHANGED: AtomicBool = AtomicBool::new(true);
 
 pub fn binary_method_changed() {
     BINARY_METHODS_ARE_NATIVE.store(false, Ordering::Relaxed);
@@ -49,10 +56,19 @@ pub fn compact_method_changed() {
     COMPACT_METHODS_ARE_NATIVE.store(false, Ordering::Relaxed);
 }
 
-/// Which encoding the fast path may use for `protocol`, and its transport.
+pub fn pure_binary_method_changed() {
+    PURE_BINARY_METHODS_UNCHANGED.store(false, Ordering::Relaxed);
+}
+
+pub fn header_protocol_method_changed() {
+    HEADER_PROTOCOL_METHODS_UNCHANGED.store(false, Ordering::Relaxed);
+}
+
+/// Which encoding the fast path may use for `protocol`: its transport, and the protocol object of that encoding
+/// (`protocol` itself, or a HeaderProtocol's inner one).
 enum Fast {
-    Binary(VALUE),
-    Compact(VALUE),
+    Binary { trans: VALUE, encoder: VALUE },
+    Compact { trans: VALUE, encoder: VALUE },
     No,
 }
 
@@ -60,14 +76,50 @@ fn fast_protocol(protocol: VALUE) -> Fast {
     if BINARY_METHODS_ARE_NATIVE.load(Ordering::Relaxed)
         && rb::is_exact_instance(protocol, binary_protocol::class())
     {
-        return Fast::Binary(binary_protocol::TRANS.get(protocol));
+        let trans = binary_protocol::TRANS.get(protocol);
+        return Fast::Binary {
+            trans,
+            encoder: protocol,
+        };
     }
     if COMPACT_METHODS_ARE_NATIVE.load(Ordering::Relaxed)
         && rb::is_exact_instance(protocol, thrift().compact_protocol)
     {
-        return Fast::Compact(compact_protocol::TRANS.get(protocol));
+        let trans = compact_protocol::TRANS.get(protocol);
+        return Fast::Compact {
+            trans,
+            encoder: protocol,
+        };
     }
-    Fast::No
+    header_protocol(protocol).unwrap_or(Fast::No)
+}
+
+/// An exact HeaderProtocol whose methods are the library's, over an exact HeaderTransport handled natively, with
+/// an exact BinaryProtocol (the pure-Ruby one, whose methods are unchanged) or CompactProtocol (ours) over that
+/// transport inside: its encoding, read and written through the header transport's buffers.
+fn header_protocol(protocol: VALUE) -> Option<Fast> {
+    let h = thrift().header.as_ref()?;
+    if !rb::is_exact_instance(protocol, h.protocol)
+        || !HEADER_PROTOCOL_METHODS_UNCHANGED.load(Ordering::Relaxed)
+    {
+        return None;
+    }
+    let trans = rb::ivar_get(protocol, IVAR_HEADER_TRANSPORT.get());
+    let encoder = rb::ivar_get(protocol, IVAR_PROTOCOL.get());
+    if !crate::layered::header::owns(trans) || rb::ivar_get(encoder, IVAR_TRANS.get()) != trans {
+        return None;
+    }
+    if PURE_BINARY_METHODS_UNCHANGED.load(Ordering::Relaxed)
+        && rb::is_exact_instance(encoder, thrift().binary_protocol)
+    {
+        return Some(Fast::Binary { trans, encoder });
+    }
+    if COMPACT_METHODS_ARE_NATIVE.load(Ordering::Relaxed)
+        && rb::is_exact_instance(encoder, thrift().compact_protocol)
+    {
+        return Some(Fast::Compact { trans, encoder });
+    }
+    None
 }
 
 /// `(prot, depth = DEFAULT_RECURSION_DEPTH)`, as the C accelerator parses it (NUM2INT).
@@ -98,20 +150,25 @@ fn read(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<(), Error> {
     let b = &mut RubyBuilder::new(ruby);
     // One monomorphised decoder per encoding and buffer.
     macro_rules! fast {
-        ($buffer:ty, $encoding:expr, $trans:expr) => {
-            if let Some(mut src) = fast::source::<$buffer, _>(ruby, protocol, $trans, $encoding) {
-                return read_struct(&mut src, b, target, &plan.def, depth).map(drop);
+        ($buffer:ty, $encoding:expr, $trans:expr, $encoder:expr) => {
+            let src = fast::source::<$buffer, _>(ruby, protocol, $encoder, $trans, $encoding);
+            if let Some(mut src) = src {
+                let result = read_struct(&mut src, b, target, &plan.def, depth);
+                src.finish();
+                return result.map(drop);
             }
         };
     }
     match fast_protocol(protocol) {
-        Fast::Binary(trans) => {
-            fast!(MemoryBuffer, BinaryIn::new, trans);
-            fast!(LayeredBuffer, BinaryIn::new, trans);
+        Fast::Binary { trans, encoder } => {
+            fast!(MemoryBuffer, BinaryIn::new, trans, encoder);
+            fast!(LayeredBuffer, BinaryIn::new, trans, encoder);
+            fast!(HeaderBuffer, BinaryIn::new, trans, encoder);
         }
-        Fast::Compact(trans) => {
-            fast!(MemoryBuffer, CompactIn::new, trans);
-            fast!(LayeredBuffer, CompactIn::new, trans);
+        Fast::Compact { trans, encoder } => {
+            fast!(MemoryBuffer, CompactIn::new, trans, encoder);
+            fast!(LayeredBuffer, CompactIn::new, trans, encoder);
+            fast!(HeaderBuffer, CompactIn::new, trans, encoder);
         }
         Fast::No => {}
     }
@@ -154,14 +211,14 @@ fn write(ruby: &Ruby, rb_self: Value, args: &[Value], union: bool) -> Result<(),
     let (protocol, depth) = parse_args(ruby, args)?;
     let obj = rb_self.as_raw();
     let done = match fast_protocol(protocol) {
-        Fast::Binary(trans) => write_fast(
+        Fast::Binary { trans, .. } => write_fast(
             ruby,
             fast::sink(protocol, trans, BinaryOut::new),
             obj,
             depth,
             union,
         ),
-        Fast::Compact(trans) => write_fast(
+        Fast::Compact { trans, .. } => write_fast(
             ruby,
             fast::sink(protocol, trans, CompactOut::new),
             obj,
