@@ -5,7 +5,9 @@
 # printed as a table and saved as JSON under bench/results/.
 #   ruby bench/run.rb [seconds_per_measurement]
 # With THRIFT_MASTER_RB=<apache/thrift checkout>/lib/rb (its ext/ built by you), a column for that newer C
-# accelerator is added: Debian's thrift 0.14 has no UUID methods to compare read_uuid with.
+# accelerator is added: Debian's thrift 0.14 has no UUID methods to compare read_uuid with. Master's library also
+# brings HeaderTransport: its stacks are measured with master's library under all three (pure-master, c-master,
+# ours-master), as is the RPC benchmark, whose clients master wants from its own compiler (THRIFT_MASTER_COMPILER).
 
 require "json"
 require "time"
@@ -13,14 +15,17 @@ require_relative "../spec/support/child_ruby"
 
 SECONDS = ARGV.fetch(0, "0.5")
 IMPLS = (ENV["THRIFT_MASTER_RB"] ? %w[pure c c-master ours] : %w[pure c ours]).freeze
-LABELS = { "pure" => "pure Ruby", "c" => "C 0.14", "c-master" => "C master", "ours" => "thrift_native" }.freeze
+LABELS = { "pure" => "pure Ruby", "c" => "C 0.14", "c-master" => "C master", "ours" => "thrift_native",
+           "pure-master" => "pure Ruby (master)", "ours-master" => "thrift_native (master)" }.freeze
+MASTER_IMPLS = (ENV["THRIFT_MASTER_RB"] ? %w[pure-master c-master ours-master] : []).freeze
+RPC_IMPLS = (%w[pure c ours] + (ENV["THRIFT_MASTER_COMPILER"] ? MASTER_IMPLS : [])).freeze
 RESULTS_DIR = File.expand_path("results", __dir__)
 
 PROTOCOLS = %w[binary compact].freeze
 
-def run_suite(script, *args)
+def run_suite(script, *args, impls: IMPLS)
   results = Hash.new { |h, k| h[k] = {} }
-  IMPLS.each do |impl|
+  impls.each do |impl|
     $stderr.print "#{script} #{args.join(" ")} [#{LABELS[impl]}] "
     ChildRuby.each_line(File.expand_path(script, __dir__), impl, SECONDS, *args) do |line|
       row = JSON.parse(line)
@@ -49,19 +54,34 @@ def table(results)
 end
 
 # results: { protocol => { op => { impl => row } } }
-def struct_table(results)
-  header = ["protocol", "scenario", *IMPLS.map { |i| "#{LABELS[i]} s" }, "vs C", *IMPLS.map { |i| "#{LABELS[i]} obj/op" }]
+def struct_table(results, impls = IMPLS)
+  header = ["protocol", "scenario", *impls.map { |i| "#{LABELS[i]} s" }, "vs C", *impls.map { |i| "#{LABELS[i]} obj/op" }]
   rows = results.flat_map do |protocol, by_op|
     by_op.map do |op, by_impl|
-      c, ours = by_impl["c-master"] || by_impl["c"], by_impl["ours"]
+      c, ours = by_impl["c-master"] || by_impl["c"], by_impl["ours"] || by_impl["ours-master"]
       any = by_impl.values.first
       label = "#{op} (#{any["count"]}x, #{any["bytes"]} B)"
       speedup = c && ours ? format("%.2fx", c["seconds"] / ours["seconds"]) : "n/a"
-      [protocol, label, *IMPLS.map { |i| by_impl[i] ? format("%.4f", by_impl[i]["seconds"]) : "n/a" }, speedup,
-       *IMPLS.map { |i| by_impl[i] ? format("%.2f", by_impl[i]["objects_per_op"]) : "n/a" }]
+      [protocol, label, *impls.map { |i| by_impl[i] ? format("%.4f", by_impl[i]["seconds"]) : "n/a" }, speedup,
+       *impls.map { |i| by_impl[i] ? format("%.2f", by_impl[i]["objects_per_op"]) : "n/a" }]
     end
   end
   render(header, rows)
+end
+
+# results: { op => { impl => row } }; higher is better here, so 'vs C' is ours / C, for each library measured.
+def rpc_table(results)
+  pairs = [%w[ours c], %w[ours-master c-master]].select { |o, _| RPC_IMPLS.include?(o) }
+  header = ["call", *RPC_IMPLS.map { |i| "#{LABELS[i]} calls/s" }, *pairs.map { |o, c| "#{LABELS[o]} vs #{LABELS[c]}" },
+            *RPC_IMPLS.map { |i| "#{LABELS[i]} obj/call" }]
+  rows = results.map do |op, by_impl|
+    speedups = pairs.map do |o, c|
+      by_impl[o] && by_impl[c] ? format("%.2fx", by_impl[o]["calls_per_second"] / by_impl[c]["calls_per_second"]) : "n/a"
+    end
+    [op, *RPC_IMPLS.map { |i| by_impl[i] ? format("%.1f", by_impl[i]["calls_per_second"]) : "n/a" }, *speedups,
+     *RPC_IMPLS.map { |i| by_impl[i] ? format("%.1f", by_impl[i]["objects_per_call"]) : "n/a" }]
+  end
+  render(header, rows, 1)
 end
 
 # `left`: how many leading columns are labels (left-aligned).
@@ -91,3 +111,24 @@ puts "\nStruct read/write over a MemoryBufferTransport (total seconds for the co
      "read or write; a read's objects include the 2 that `Small.new` itself makes and the objects the result holds)\n\n"
 puts struct_table(structs)
 save("structs", structs)
+
+stacks = PROTOCOLS.to_h { |protocol| [protocol, run_suite("stacks.rb", protocol)] }
+puts "\nStruct read/write through transport stacks, one message (write + flush) per struct: a MemoryBufferTransport, " \
+     "a FramedTransport over one, a BufferedTransport over an IOStreamTransport of StringIOs\n\n"
+puts struct_table(stacks)
+save("stacks", stacks)
+
+unless MASTER_IMPLS.empty?
+  header = PROTOCOLS.to_h { |protocol| [protocol, run_suite("stacks.rb", protocol, "header", impls: MASTER_IMPLS)] }
+  puts "\nThe same through HeaderProtocol over a HeaderTransport over a MemoryBufferTransport (thrift master's library " \
+       "under all three; 'protocol' is the sub-protocol; header-zlib: with the ZLIB transform)\n\n"
+  puts struct_table(header, MASTER_IMPLS)
+  save("header_stacks", header)
+end
+
+rpc = run_suite("rpc.rb", impls: RPC_IMPLS)
+puts "\nRPC: the generated client calling a Thrift::SimpleServer (forked, the same accelerator) over loopback TCP " \
+     "and a UNIX socket; calls per second (higher is better; 'vs': thrift_native / C with the same library) and " \
+     "objects the client allocates per call\n\n"
+puts rpc_table(rpc)
+save("rpc", rpc)

@@ -8,20 +8,39 @@ module CodecTypes
   IDL = File.join(ROOT, "spec", "idl", "codec_test.thrift")
   OUT = File.join(ROOT, "tmp", "gen-rb")
 
-  def self.generate
-    generated = File.join(OUT, "codec_test_types.rb")
-    return OUT if File.exist?(generated) && File.mtime(generated) >= File.mtime(IDL)
+  SERVICE_IDL = File.join(ROOT, "bench", "idl", "bench_service.thrift")
+  # Code for thrift master's library, from its compiler (THRIFT_MASTER_COMPILER): its clients differ.
+  OUT_MASTER = File.join(ROOT, "tmp", "gen-rb-master")
+
+  # Runs the thrift compiler on `idl` into `out` unless `generated` (a file it makes) is newer than the IDL.
+  def self.generate(idl = IDL, generated = "codec_test_types.rb", out: OUT, compiler: "thrift")
+    generated = File.join(out, generated)
+    return out if File.exist?(generated) && File.mtime(generated) >= File.mtime(idl)
 
     require "fileutils"
-    FileUtils.mkdir_p(OUT)
-    ok = system("thrift", "--gen", "rb", "-out", OUT, IDL, out: File::NULL, err: File::NULL)
-    raise "thrift --gen rb failed for #{IDL} (is thrift-compiler installed? bin/setup installs it)" unless ok
+    FileUtils.mkdir_p(out)
+    ok = system(compiler, "--gen", "rb", "-out", out, idl, out: File::NULL, err: File::NULL)
+    raise "#{compiler} --gen rb failed for #{idl} (is thrift-compiler installed? bin/setup installs it)" unless ok
 
-    OUT
+    out
   end
 
-  def self.load!
-    $LOAD_PATH.unshift(generate) unless $LOAD_PATH.include?(OUT)
+  # The RPC benchmark's service, BenchService::Bench (bench/idl/bench_service.thrift). thrift master's Client expects
+  # generated clients to call its receive_message_begin, which the installed compiler's do not: with that library
+  # loaded, the code comes from THRIFT_MASTER_COMPILER (a compiler built from the same checkout).
+  def self.load_service!
+    out, compiler = OUT, "thrift"
+    if Thrift::Client.method_defined?(:receive_message_begin)
+      compiler = ENV.fetch("THRIFT_MASTER_COMPILER") { raise "thrift master's Client needs code from its compiler: set THRIFT_MASTER_COMPILER" }
+      out = OUT_MASTER
+    end
+    load!(out, compiler)
+    generate(SERVICE_IDL, "bench.rb", out: out, compiler: compiler)
+    require "bench"
+  end
+
+  def self.load!(out = OUT, compiler = "thrift")
+    $LOAD_PATH.unshift(generate(IDL, "codec_test_types.rb", out: out, compiler: compiler)) unless $LOAD_PATH.include?(out)
     require "codec_test_types"
     require_relative "codec_extra_types"
   end

@@ -1,0 +1,95 @@
+# frozen_string_literal: true
+
+# One accelerator's RPC throughput: the generated BenchService::Bench client calling a Thrift::SimpleServer (forked,
+# the same accelerator loaded) over loopback TCP and a UNIX socket, through FramedTransport and BufferedTransport,
+# with the binary and the compact protocol; `small` answers the small benchmark struct, `large` the large one (the
+# shape of upstream's Nested4, about 1.4 MB in binary). Calls per second, and objects the client allocates per call.
+# Run by bench/run.rb in a child process per accelerator; prints one JSON line per measurement.
+#   ruby bench/rpc.rb pure|c|c-master|ours [seconds per measurement]
+
+require "json"
+require "socket"
+require "tmpdir"
+require "fileutils"
+require_relative "../spec/support/accelerator"
+require_relative "../spec/support/codec_types"
+require_relative "../spec/support/codec_samples"
+
+IMPL = ARGV.fetch(0)
+SECONDS = Float(ARGV.fetch(1, "0.5"))
+Accelerator.load(IMPL)
+CodecTypes.load_service!
+
+# The server's answers, made once.
+class BenchHandler
+  SMALL = CodecSamples.small
+  LARGE = CodecSamples.large
+
+  def small(_n) = SMALL
+  def large(_n) = LARGE
+end
+
+TRANSPORTS = { "framed" => Thrift::FramedTransport, "buffered" => Thrift::BufferedTransport }.freeze
+FACTORIES = { "framed" => Thrift::FramedTransportFactory, "buffered" => Thrift::BufferedTransportFactory }.freeze
+
+def protocol_factory(protocol)
+  return Thrift::CompactProtocolFactory.new if protocol == "compact"
+
+  IMPL.start_with?("pure") ? Thrift::BinaryProtocolFactory.new : Thrift::BinaryProtocolAcceleratedFactory.new
+end
+
+# A server socket bound now (so that the client can connect at once), and how the client reaches it.
+def endpoint(kind, dir)
+  if kind == "unix"
+    path = File.join(dir, "bench.sock")
+    [Thrift::UNIXServerSocket.new(path), -> { Thrift::UNIXSocket.new(path) }]
+  else
+    port = TCPServer.open("127.0.0.1", 0) { |s| s.addr[1] }
+    [Thrift::ServerSocket.new("127.0.0.1", port), -> { Thrift::Socket.new("127.0.0.1", port) }]
+  end
+end
+
+def measure(client, call, seconds)
+  client.public_send(call, 1) # warm-up
+  calls = 0
+  before = GC.stat(:total_allocated_objects)
+  t0 = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+  elapsed = 0.0
+  while elapsed < seconds || calls < 3
+    client.public_send(call, calls)
+    calls += 1
+    elapsed = Process.clock_gettime(Process::CLOCK_MONOTONIC) - t0
+  end
+  { calls_per_second: (calls / elapsed).round(1), objects_per_call: ((GC.stat(:total_allocated_objects) - before).to_f / calls).round(1) }
+end
+
+Dir.mktmpdir("thrift_native_rpc") do |dir|
+  %w[tcp unix].product(TRANSPORTS.keys, %w[binary compact]).each do |socket, transport, protocol|
+    server_socket, connect = endpoint(socket, dir)
+    server_socket.listen
+    processor = BenchService::Bench::Processor.new(BenchHandler.new)
+    server = Thrift::SimpleServer.new(processor, server_socket, FACTORIES.fetch(transport).new, protocol_factory(protocol))
+    pid = fork do
+      $stdout.reopen(File::NULL)
+      server_socket.define_singleton_method(:listen) { nil } # bound above; SimpleServer#serve would bind again
+      server.serve
+    end
+    # The parent's copy of the listening socket; not #close, which would also delete a UNIX socket's file.
+    server_socket.handle.close
+    begin
+      trans = TRANSPORTS.fetch(transport).new(connect.call)
+      trans.open
+      client = BenchService::Bench::Client.new(Accelerator.protocol_class(protocol).new(trans))
+      %w[small large].each do |call|
+        result = measure(client, call, SECONDS)
+        puts JSON.generate({ impl: IMPL, op: "#{socket} #{transport} #{protocol} #{call}" }.merge(result))
+        $stdout.flush
+      end
+      trans.close
+    ensure
+      Process.kill(:KILL, pid)
+      Process.wait(pid)
+      FileUtils.rm_f(File.join(dir, "bench.sock"))
+    end
+  end
+end

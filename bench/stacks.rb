@@ -1,0 +1,121 @@
+# frozen_string_literal: true
+
+# One accelerator's struct read and write through the transport stacks services use, one message (write + flush)
+# per struct: MemoryBufferTransport alone, FramedTransport over one, BufferedTransport over an IOStreamTransport
+# (StringIOs, as a socket's IO would be), and where the loaded thrift has it (master), HeaderProtocol over a
+# HeaderTransport over a MemoryBufferTransport, plain and with the ZLIB transform. The small and large benchmark
+# structs of bench/structs.rb.
+# Run by bench/run.rb in a child process per accelerator; prints one JSON line per measurement.
+#   ruby bench/stacks.rb pure|c|c-master|ours|pure-master|ours-master [seconds, unused] [binary|compact] [header]
+# With `header`, only the HeaderProtocol stacks (for the *-master accelerators; bench/run.rb runs them apart).
+
+require "json"
+require "stringio"
+require_relative "../spec/support/accelerator"
+require_relative "../spec/support/codec_types"
+require_relative "../spec/support/codec_samples"
+
+IMPL = ARGV.fetch(0)
+PROTOCOL_NAME = ARGV.fetch(2, "binary")
+Accelerator.load(IMPL)
+CodecTypes.load!
+PROTOCOL = Accelerator.protocol_class(PROTOCOL_NAME)
+
+# Best of ROUNDS: this machine is a VM whose speed varies; the fastest round is the least disturbed.
+ROUNDS = 3
+
+def measure(count, prepare)
+  Array.new(ROUNDS) do
+    run = prepare.call
+    GC.start
+    before = GC.stat(:total_allocated_objects)
+    t0 = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+    i = 0
+    while i < count
+      run.call
+      i += 1
+    end
+    seconds = Process.clock_gettime(Process::CLOCK_MONOTONIC) - t0
+    { seconds: seconds, objects_per_op: (GC.stat(:total_allocated_objects) - before).to_f / count }
+  end.min_by { |r| r[:seconds] }
+end
+
+# A writing stack: [protocol, the transport to flush, where the bytes end up (a MemoryBufferTransport or StringIO)].
+def memory_writer(wrap = nil)
+  m = Thrift::MemoryBufferTransport.new
+  trans = wrap ? wrap.call(m) : m
+  [PROTOCOL.new(trans), trans, m]
+end
+
+STACKS = {
+  "memory" => {
+    writer: -> { memory_writer },
+    reader: ->(bytes) { PROTOCOL.new(Thrift::MemoryBufferTransport.new(bytes)) }
+  },
+  "framed" => {
+    writer: -> { memory_writer(Thrift::FramedTransport.method(:new)) },
+    reader: ->(bytes) { PROTOCOL.new(Thrift::FramedTransport.new(Thrift::MemoryBufferTransport.new(bytes))) }
+  },
+  "buffered" => {
+    writer: lambda {
+      io = StringIO.new("".b)
+      trans = Thrift::BufferedTransport.new(Thrift::IOStreamTransport.new(StringIO.new("".b), io))
+      [PROTOCOL.new(trans), trans, io]
+    },
+    reader: lambda { |bytes|
+      PROTOCOL.new(Thrift::BufferedTransport.new(Thrift::IOStreamTransport.new(StringIO.new(bytes), StringIO.new("".b))))
+    }
+  }
+}
+
+if defined?(Thrift::HeaderProtocol)
+  HEADER_PROTOCOL_ID = PROTOCOL_NAME == "compact" ? Thrift::HeaderSubprotocolID::COMPACT : Thrift::HeaderSubprotocolID::BINARY
+  { "header" => false, "header-zlib" => true }.each do |stack, zlib|
+    STACKS[stack] = {
+      writer: lambda {
+        m = Thrift::MemoryBufferTransport.new
+        prot = Thrift::HeaderProtocol.new(m, nil, HEADER_PROTOCOL_ID)
+        prot.add_transform(Thrift::HeaderTransformID::ZLIB) if zlib
+        [prot, prot.trans, m]
+      },
+      reader: ->(bytes) { Thrift::HeaderProtocol.new(Thrift::MemoryBufferTransport.new(bytes), nil, HEADER_PROTOCOL_ID) }
+    }
+  end
+end
+STACKS.select! { |name, _| name.start_with?("header") } if ARGV[3] == "header"
+STACKS.freeze
+
+def drain(sink)
+  sink.is_a?(StringIO) ? sink.string.dup.tap { sink.truncate(0); sink.rewind } : sink.read(sink.available)
+end
+
+[["small", CodecSamples.small, CodecTest::Small, 20_000],
+ ["large", CodecSamples.large, CodecTest::Level, 3]].each do |name, sample, klass, count|
+  STACKS.each do |stack, make|
+    prot, trans, sink = make[:writer].call
+    sample.write(prot)
+    trans.flush
+    one = drain(sink)
+    check = klass.new.tap { |o| o.read(make[:reader].call(one)) }
+    raise "#{stack} #{name}: round trip failed" unless check == sample
+
+    write = measure(count, lambda {
+      prot, trans, sink = make[:writer].call
+      lambda {
+        sample.write(prot)
+        trans.flush
+        drain(sink) if !sink.is_a?(Thrift::MemoryBufferTransport) || sink.available > 1 << 20
+      }
+    })
+    data = one * count
+    read = measure(count, lambda {
+      prot = make[:reader].call(data.dup)
+      -> { klass.new.read(prot) }
+    })
+    [["write", write], ["read", read]].each do |op, result|
+      puts JSON.generate(impl: IMPL, op: "#{stack} #{name}_#{op}", count: count, bytes: one.bytesize,
+                         seconds: result[:seconds].round(4), objects_per_op: result[:objects_per_op].round(2))
+      $stdout.flush
+    end
+  end
+end
