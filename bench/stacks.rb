@@ -7,7 +7,8 @@
 # structs of bench/structs.rb.
 # Run by bench/run.rb in a child process per accelerator; prints one JSON line per measurement.
 #   ruby bench/stacks.rb pure|c|c-master|ours|pure-master|ours-master [seconds, unused] [binary|compact] [header]
-# With `header`, only the HeaderProtocol stacks (for the *-master accelerators; bench/run.rb runs them apart).
+# With `header`, only the HeaderProtocol stacks (thrift master's library: the *-master accelerators); without, only
+# the others (bench/run.rb measures the two sets apart, each under one library for every column).
 
 require "json"
 require "stringio"
@@ -82,7 +83,7 @@ if defined?(Thrift::HeaderProtocol)
     }
   end
 end
-STACKS.select! { |name, _| name.start_with?("header") } if ARGV[3] == "header"
+STACKS.select! { |name, _| name.start_with?("header") == (ARGV[3] == "header") }
 STACKS.freeze
 
 def drain(sink)
