@@ -100,8 +100,8 @@ end
 # Through thrift master's HeaderProtocol over a HeaderTransport (THRIFT_MASTER_RB), with its binary (the pure-Ruby
 # BinaryProtocol) or compact sub-protocol, plain and with the ZLIB transform: thrift_native reads and writes the
 # sub-protocol's encoding in the header transport's buffers; master's C accelerator calls HeaderProtocol's methods
-# for every value. The same bytes (ZLIB payloads compared inflated: zlib-rs and the system zlib compress
-# differently), the same objects and exceptions, the same dispatch-path calls.
+# for every value. The same bytes (ZLIB ones too: both use the system zlib), the same objects and exceptions, the
+# same dispatch-path calls.
 RSpec.describe "Struct read/write through HeaderProtocol, differentially (thrift master)" do
   before do
     skip "THRIFT_MASTER_RB (an apache/thrift checkout's lib/rb, its ext/ built) is not set" if ENV.fetch("THRIFT_MASTER_RB", "").empty?
@@ -113,24 +113,19 @@ RSpec.describe "Struct read/write through HeaderProtocol, differentially (thrift
         StructRuns.run(accelerator, protocol, *args, transport: transport, **options)
       end
 
-      def decoded(frames)
-        frames.map { |f| HeaderFrames.decode(f) }
-      end
-
       let(:protocol) { protocol_name }
       let(:transport) { transport }
 
       it "writes the same frames, and reads a stream of them back identically on both paths" do
         bytes = %w[c-master ours-master].to_h { |a| [a, run_on(a, "write", 99, 25)] }
-        expect(decoded(bytes["ours-master"])).to eq(decoded(bytes["c-master"]))
-        expect(bytes["ours-master"]).to eq(bytes["c-master"]) if transport == "header"
+        expect(bytes["ours-master"]).to eq(bytes["c-master"])
+        expect(HeaderFrames.decode(bytes["ours-master"].join).size).to eq(25)
         stream = bytes["c-master"].join
         ours = run_on("ours-master", "read-stream", "Everything", 25, input: stream)
         expect(ours[0...-1]).to all(be_a(String))
         expect(ours.last[0]).to eq("Thrift::TransportException")
         expect(ours).to eq(run_on("c-master", "read-stream", "Everything", 25, input: stream))
         expect(run_on("ours-master", "read-stream", "Everything", 25, input: stream, dispatch: true)).to eq(ours)
-        expect(run_on("ours-master", "read-stream", "Everything", 25, input: bytes["ours-master"].join)).to eq(ours)
       end
 
       it "fails on the same damaged frames with the same exceptions as master's C accelerator" do

@@ -4,8 +4,7 @@ require "zlib"
 
 # THeader messages for specs, built by hand (the installed thrift has no HeaderTransport): header frames with info
 # headers and the ZLIB transform, legacy framed and unframed binary and compact messages, and damaged ones; and the
-# reverse, a stream of frames decoded with ZLIB payloads inflated (thrift_native's deflate output decodes to the
-# same payloads as Ruby's Zlib but is not byte-identical to it).
+# reverse, a stream of header frames decoded into their fields with ZLIB payloads inflated.
 module HeaderFrames
   MAGIC = 0x0FFF
 

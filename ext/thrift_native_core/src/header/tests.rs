@@ -65,7 +65,8 @@ fn zlib_frames_round_trip() {
     assert_eq!((p.sequence_id, p.transforms.as_slice()), (-2, &[1][..]));
     let payload = inflate_bounded(p.payload, DEFAULT_MAX_DECOMPRESSED_SIZE).unwrap();
     assert_eq!(payload, b"abc".repeat(10));
-    assert_eq!(inflate_bounded(&deflate(&payload), 30).unwrap(), payload);
+    // The system zlib, as Ruby's Zlib: the very bytes.
+    assert_eq!(deflate(&payload), p.payload);
 }
 
 #[test]
