@@ -3,9 +3,10 @@
 # One accelerator's RPC throughput: the generated BenchService::Bench client calling a Thrift::SimpleServer (forked,
 # the same accelerator loaded) over loopback TCP and a UNIX socket, through FramedTransport and BufferedTransport,
 # with the binary and the compact protocol; `small` answers the small benchmark struct, `large` the large one (the
-# shape of upstream's Nested4, about 1.4 MB in binary). Calls per second (best of 3 windows), and objects the client
+# shape of upstream's Nested4, about 1.4 MB in binary). Calls per second over one window, and objects the client
 # allocates per call.
-# Run by bench/run.rb in a child process per accelerator; prints one JSON line per measurement.
+# Run by bench/run.rb in a child process per accelerator, in rounds that take the accelerators in turn (the best
+# round counts); prints one JSON line per measurement.
 #   ruby bench/rpc.rb pure|c|c-master|ours [seconds per measurement]
 
 require "json"
@@ -50,25 +51,19 @@ def endpoint(kind, dir)
   end
 end
 
-# Best of ROUNDS windows of `seconds`: the machine is a VM whose speed varies, and a small call is mostly the two
-# processes taking turns on the socket; the fastest window is the least disturbed.
-ROUNDS = 3
-
 def measure(client, call, seconds)
   client.public_send(call, 1) # warm-up
-  Array.new(ROUNDS) do
-    calls = 0
-    before = GC.stat(:total_allocated_objects)
-    t0 = Process.clock_gettime(Process::CLOCK_MONOTONIC)
-    elapsed = 0.0
-    while elapsed < seconds || calls < 3
-      client.public_send(call, calls)
-      calls += 1
-      elapsed = Process.clock_gettime(Process::CLOCK_MONOTONIC) - t0
-    end
-    { calls_per_second: (calls / elapsed).round(1),
-      objects_per_call: ((GC.stat(:total_allocated_objects) - before).to_f / calls).round(1) }
-  end.max_by { |r| r[:calls_per_second] }
+  calls = 0
+  before = GC.stat(:total_allocated_objects)
+  t0 = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+  elapsed = 0.0
+  while elapsed < seconds || calls < 3
+    client.public_send(call, calls)
+    calls += 1
+    elapsed = Process.clock_gettime(Process::CLOCK_MONOTONIC) - t0
+  end
+  { calls_per_second: (calls / elapsed).round(1),
+    objects_per_call: ((GC.stat(:total_allocated_objects) - before).to_f / calls).round(1) }
 end
 
 Dir.mktmpdir("thrift_native_rpc") do |dir|
