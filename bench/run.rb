@@ -37,12 +37,16 @@ def run_suite(script, *args, impls: IMPLS)
   results
 end
 
-# run_suite `rounds` times, the accelerators taken in turn each round, keeping each measurement's best round (by
-# `key`, higher is better): the VM's speed drifts over minutes, and a small RPC call is mostly two processes taking
-# turns on a socket, so one accelerator measured a minute after another would carry the drift into the comparison.
-def run_rounds(script, *args, impls:, key:, rounds: 3)
-  Array.new(rounds) { run_suite(script, *args, impls: impls) }.reduce do |best, round|
-    best.merge(round) { |_op, a, b| a.merge(b) { |_impl, x, y| y[key] > x[key] ? y : x } }
+# run_suite ROUNDS times, the accelerators taken in turn each round, keeping each measurement's best round by `key`
+# (lower is better, or higher with `higher: true`): the VM's speed drifts over minutes, and an accelerator measured
+# a minute after another would carry the drift into the comparison. Each child also keeps the best of its own
+# repetitions, against shorter disturbances.
+ROUNDS = 3
+
+def run_rounds(script, *args, key:, higher: false, impls: IMPLS)
+  better = higher ? ->(y, x) { y[key] > x[key] } : ->(y, x) { y[key] < x[key] }
+  Array.new(ROUNDS) { run_suite(script, *args, impls: impls) }.reduce do |best, round|
+    best.merge(round) { |_op, a, b| a.merge(b) { |_impl, x, y| better.call(y, x) ? y : x } }
   end
 end
 
@@ -109,33 +113,33 @@ def save(name, results)
   puts "\nsaved #{path}"
 end
 
-primitives = PROTOCOLS.to_h { |protocol| [protocol, run_suite("primitives.rb", protocol)] }
+primitives = PROTOCOLS.to_h { |protocol| [protocol, run_rounds("primitives.rb", protocol, key: "ns_per_call")] }
 puts "\nBinary and compact protocol primitives over a MemoryBufferTransport (ns/call and objects/call; " \
      "'vs C' = C time / thrift_native time, the newest C measured; n/a: thrift 0.14 has no UUID support)\n\n"
 puts table(primitives)
 save("primitives", primitives)
 
-structs = PROTOCOLS.to_h { |protocol| [protocol, run_suite("structs.rb", protocol)] }
+structs = PROTOCOLS.to_h { |protocol| [protocol, run_rounds("structs.rb", protocol, key: "seconds")] }
 puts "\nStruct read/write over a MemoryBufferTransport (total seconds for the count, objects per " \
      "read or write; a read's objects include the 2 that `Small.new` itself makes and the objects the result holds)\n\n"
 puts struct_table(structs)
 save("structs", structs)
 
-stacks = PROTOCOLS.to_h { |protocol| [protocol, run_suite("stacks.rb", protocol)] }
+stacks = PROTOCOLS.to_h { |protocol| [protocol, run_rounds("stacks.rb", protocol, key: "seconds")] }
 puts "\nStruct read/write through transport stacks, one message (write + flush) per struct: a MemoryBufferTransport, " \
      "a FramedTransport over one, a BufferedTransport over an IOStreamTransport of StringIOs\n\n"
 puts struct_table(stacks)
 save("stacks", stacks)
 
 unless MASTER_IMPLS.empty?
-  header = PROTOCOLS.to_h { |protocol| [protocol, run_suite("stacks.rb", protocol, "header", impls: MASTER_IMPLS)] }
+  header = PROTOCOLS.to_h { |protocol| [protocol, run_rounds("stacks.rb", protocol, "header", key: "seconds", impls: MASTER_IMPLS)] }
   puts "\nThe same through HeaderProtocol over a HeaderTransport over a MemoryBufferTransport (thrift master's library " \
        "under all three; 'protocol' is the sub-protocol; header-zlib: with the ZLIB transform)\n\n"
   puts struct_table(header, MASTER_IMPLS)
   save("header_stacks", header)
 end
 
-rpc = run_rounds("rpc.rb", impls: RPC_IMPLS, key: "calls_per_second")
+rpc = run_rounds("rpc.rb", key: "calls_per_second", higher: true, impls: RPC_IMPLS)
 puts "\nRPC: the generated client calling a Thrift::SimpleServer (forked, the same accelerator) over loopback TCP " \
      "and a UNIX socket; calls per second (higher is better; the best of 3 rounds that take the accelerators " \
      "in turn; 'vs': thrift_native / C with the same library) and objects the client allocates per call\n\n"
