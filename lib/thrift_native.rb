@@ -26,6 +26,8 @@ module ThriftNative
   LOADED_METHODS = NATIVE_METHODS.to_h do |klass, names|
     [klass, names.to_h { |name| [name, klass.instance_method(name)] }]
   end.freeze
+  # Internals: the methods the extension defined ({Class => [names]}) and as they were at load time.
+  private_constant :NATIVE_METHODS, :LOADED_METHODS
 
   class << self
     # "Class#method" for each accelerated method that is no longer ours (redefined in Ruby, or replaced by another

@@ -2,11 +2,11 @@
 # RubyGems runs this, then `make` and `make install` with its own sitearchdir.
 require "mkmf"
 require "rbconfig"
+require_relative "cargo_library"
 
 cargo = ENV.fetch("CARGO", "cargo")
 abort "thrift_native needs cargo (Rust) to build its extension" unless find_executable(cargo)
 
-dlext = RbConfig::CONFIG["DLEXT"]
 File.write("Makefile", <<~MAKE)
   CARGO = #{cargo}
   export RUBY = #{RbConfig.ruby}
@@ -14,13 +14,13 @@ File.write("Makefile", <<~MAKE)
   sitearchdir = #{RbConfig::CONFIG["sitearchdir"]}
   target_prefix = /thrift_native
   TARGET_DIR = $(CURDIR)/target
-  DLLIB = thrift_native.#{dlext}
+  DLLIB = #{CargoLibrary.loaded_name}
 
   all: $(DLLIB)
 
   $(DLLIB): FORCE
   \t$(CARGO) build --release --lib --locked --manifest-path $(srcdir)/Cargo.toml --target-dir $(TARGET_DIR)
-  \tcp $(TARGET_DIR)/release/libthrift_native.so $@
+  \tcp $(TARGET_DIR)/release/#{CargoLibrary.built_name} $@
 
   install: $(DLLIB)
   \tmkdir -p "$(DESTDIR)$(sitearchdir)$(target_prefix)"

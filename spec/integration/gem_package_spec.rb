@@ -10,8 +10,15 @@ RSpec.describe "The packaged gem" do
 
   it "packages neither build outputs nor the fuzz crate, whatever lies in the work tree" do
     files = Gem::Specification.load(File.join(root, "thrift_native.gemspec")).files
-    expect(files).to include("ext/thrift_native_core/src/compact.rs", "ext/thrift_native/src/lib.rs", "Cargo.lock")
+    expect(files).to include("ext/thrift_native_core/src/compact.rs", "ext/thrift_native/src/lib.rs", "Cargo.lock",
+                             "ext/thrift_native/cargo_library.rb", "LICENSE")
     expect(files.grep(%r{(\A|/)(target|fuzz)/})).to eq([])
+  end
+
+  it "declares the license its LICENSE file holds" do
+    spec = Gem::Specification.load(File.join(root, "thrift_native.gemspec"))
+    expect(spec.license).to eq("Apache-2.0")
+    expect(File.read(File.join(root, "LICENSE"))).to include("Apache License", "Version 2.0, January 2004")
   end
 
   it "builds, installs offline without cargo's target directory, and loads from the installed gem" do
@@ -25,7 +32,7 @@ RSpec.describe "The packaged gem" do
 
       installed = Dir.glob("#{home}/**/*", File::FNM_DOTMATCH)
       expect(installed.grep(%r{/target(/|\z)})).to eq([])
-      expect(installed.grep(%r{/thrift_native/thrift_native\.so\z})).not_to be_empty
+      expect(installed.grep(%r{/thrift_native/thrift_native\.#{RbConfig::CONFIG["DLEXT"]}\z})).not_to be_empty
 
       # Debian's ruby-thrift is a gem too, and it also provides a thrift_native.so: activating this gem (as a
       # Gemfile does) puts our lib/thrift_native.rb ahead of it.

@@ -51,6 +51,14 @@ RSpec.describe "Loading thrift_native" do
     expect(ruby("-I", lib, code)).to eq(["false\n[\"Thrift::BinaryProtocolAccelerated#read_i32\"]\n", "", true])
   end
 
+  it "keeps its internals private: the hooks the loader calls, the table of native methods" do
+    code = "require 'thrift_native'\n" \
+           "p %i[method_changed zlib_changed].map { |m| [ThriftNative.respond_to?(m), ThriftNative.respond_to?(m, true)] }\n" \
+           "p %i[NATIVE_METHODS LOADED_METHODS].map { |c| begin; eval(\"ThriftNative::\#{c}\"); rescue NameError; :private; end }\n" \
+           "p ThriftNative.singleton_methods.sort"
+    expect(ruby("-I", lib, code)).to eq(["[[false, true], [false, true]]\n[:private, :private]\n[:active?, :replaced_methods]\n", "", true])
+  end
+
   it "probes the loaded thrift: 0.14 has no Types::UUID, DEFAULT_RECURSION_DEPTH or NEGATIVE_SIZE" do
     out, = ruby("-I", lib, "require 'thrift_native'\np ThriftNative::THRIFT_FEATURES")
     expect(eval(out)).to eq( # rubocop:disable Security/Eval

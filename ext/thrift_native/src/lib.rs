@@ -77,8 +77,10 @@ fn define_everything(ruby: &Ruby, namespace: RModule) -> Result<(), Error> {
     registry::finish();
     defined?;
     gzip_writer::init(ruby, namespace)?;
-    namespace.define_singleton_method("method_changed", method!(method_changed, 2))?;
-    namespace.define_singleton_method("zlib_changed", method!(zlib_changed, 1))?;
+    // Private: only lib/thrift_native.rb's hooks call them.
+    let singleton = namespace.singleton_class()?;
+    singleton.define_private_method("method_changed", method!(method_changed, 2))?;
+    singleton.define_private_method("zlib_changed", method!(zlib_changed, 1))?;
     Ok(())
 }
 
