@@ -6,6 +6,8 @@
 #   ruby struct_runner.rb ACCELERATOR encode < Marshal [struct, ...]   -> Marshal [bytes of each]
 #   ruby struct_runner.rb ACCELERATOR read-rss CLASS < Marshal [bytes, ...]
 #       -> Marshal [[outcome, ...], growth of peak RSS in kB, growth of peak virtual size in kB]
+#   ruby struct_runner.rb ACCELERATOR shapes CLASS < Marshal [bytes, ...]
+#       -> Marshal [the ivar names of each decoded struct and of every struct it holds, in order, depth first]
 #   ruby struct_runner.rb ACCELERATOR calls SEED          -> Marshal [write call log, read call log] of a recording protocol
 #
 # TRANSPORT=framed (a FramedTransport over a MemoryBufferTransport), framed-pipe, framed-socket (over a Thrift::Socket
@@ -92,6 +94,22 @@ when "read"
   $stdout.write Marshal.dump(Marshal.load($stdin.read).map { |bytes| decode(klass, bytes) })
 when "encode"
   out = Marshal.load($stdin.read).map { |obj| encode(obj) }
+  $stdout.write Marshal.dump(out)
+when "shapes"
+  # The order of a struct's ivars is its object shape on Ruby 3.2+ (and its ivar table on 3.1).
+  shape = lambda do |v|
+    case v
+    when Thrift::Struct, Thrift::Union then [v.class.name, v.instance_variables, *v.instance_variables.map { |i| shape.call(v.instance_variable_get(i)) }.compact]
+    when Array, Set then v.filter_map { |e| shape.call(e) }.then { |l| l.empty? ? nil : l }
+    when Hash then v.flat_map { |k, e| [shape.call(k), shape.call(e)] }.compact.then { |l| l.empty? ? nil : l }
+    end
+  end
+  klass = CodecTest.const_get(ARGV.fetch(2))
+  out = Marshal.load($stdin.read).map do |bytes|
+    obj = klass.new
+    obj.read(protocol_over(stack(bytes)))
+    shape.call(obj)
+  end
   $stdout.write Marshal.dump(out)
 when "read-rss"
   # As "read", and how much the peak resident set (VmHWM) and the peak address space (VmPeak, which also sees a large

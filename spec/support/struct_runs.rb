@@ -13,4 +13,15 @@ module StructRuns
     env = { "PROTOCOL" => protocol, "DISPATCH" => (dispatch ? "1" : nil), "TRANSPORT" => transport }
     ChildRuby.marshal(SCRIPT, accelerator, *args, input: input, env: env)
   end
+
+  # Whether the loaded thrift's pure-Ruby structs can be written on this Ruby: before thrift 0.20 or so,
+  # BaseProtocol#write_type tests `is_a? Fixnum`, a constant Ruby 3.2 removed (a NameError for every struct).
+  def pure_structs_work?
+    Thrift::BaseProtocol.new(nil).write_type({ type: Thrift::Types::I32 }, 1)
+    true
+  rescue NameError => e
+    e.name != :Fixnum
+  rescue NotImplementedError, StandardError
+    true
+  end
 end
