@@ -13,8 +13,8 @@ end
 RSpec.describe "Loading thrift_native" do
   let(:lib) { SpecSupport::LIB }
 
-  def ruby(*args, code)
-    ChildRuby.capture(*args, "-e", "LIB = #{SpecSupport::LIB.inspect}\n#{code}")
+  def ruby(*args, code, env: {})
+    ChildRuby.capture(*args, "-e", "LIB = #{SpecSupport::LIB.inspect}\n#{code}", env: env)
   end
 
   it "loads thrift and the accelerator with require \"thrift_native\" alone" do
@@ -63,12 +63,46 @@ RSpec.describe "Loading thrift_native" do
     out, = ruby("-I", lib, "require 'thrift_native'\np ThriftNative::THRIFT_FEATURES")
     expect(eval(out)).to eq( # rubocop:disable Security/Eval
       uuid_type: 16, uuid_type_defined: Thrift::Types.const_defined?(:UUID),
-      default_recursion_depth: 64, transport_negative_size: 5
+      default_recursion_depth: 64, transport_negative_size: 5,
+      # The contract, from what the library has: BYTE_MAX came with 0.24's checked writes, Types::UUID with 0.23.
+      checked_binary_writes: Thrift::BinaryProtocol.const_defined?(:BYTE_MAX, false),
+      typed_errors: Thrift::Types.const_defined?(:UUID, false)
     )
   end
 
+  # The contract follows what the loaded library has: given the constants that came with thrift 0.24's checked
+  # writes and 0.23's typed errors, any thrift gets those behaviours (so both sides are exercised on every thrift).
+  it "follows the loaded thrift's contract, probed from the constants that came with each change" do
+    code = <<~RUBY
+      require "thrift"
+      mode = ARGV[0]
+      if mode == "newer"
+        Thrift::BinaryProtocol.const_set(:BYTE_MAX, 127) unless Thrift::BinaryProtocol.const_defined?(:BYTE_MAX, false)
+        Thrift::Types.const_set(:UUID, 16) unless Thrift::Types.const_defined?(:UUID, false)
+      end
+      $LOAD_PATH.unshift LIB
+      require "thrift_native"
+      f = ThriftNative::THRIFT_FEATURES
+      t = Thrift::MemoryBufferTransport.new("\\x00\\x00\\x00\\x01a\\x01\\x00\\x00\\x00\\x01")
+      pr = Thrift::BinaryProtocolAccelerated.new(t)
+      version_error = (pr.read_message_begin rescue $!)
+      w = Thrift::MemoryBufferTransport.new
+      wrote = (Thrift::BinaryProtocolAccelerated.new(w).write_byte(128); w.read(w.available).unpack1("H*")) rescue $!
+      p [f[:checked_binary_writes], f[:typed_errors], version_error.type, wrote.inspect]
+    RUBY
+    cases = { "newer" => "[true, true, #{Thrift::ProtocolException::BAD_VERSION}, \"#<RangeError: integer out of bounds>\"]\n" }
+    unless Thrift::BinaryProtocol.const_defined?(:BYTE_MAX, false) || Thrift::Types.const_defined?(:UUID, false)
+      cases["as loaded"] = "[false, false, 0, \"\\\"80\\\"\"]\n"
+    end
+    cases.each do |mode, expected|
+      out, err, ok = ChildRuby.capture("-e", "LIB = #{SpecSupport::LIB.inspect}\n#{code}", mode.split.first)
+      expect([out, err, ok]).to eq([expected, "", true]), mode
+    end
+  end
+
   it "raises a clear LoadError, and nothing else, when thrift is missing" do
-    out, err, ok = ruby("--disable-gems", "-I", lib, <<~RUBY)
+    # Without RUBYLIB, which bin/matrix points at the thrift under test.
+    out, err, ok = ruby("--disable-gems", "-I", lib, <<~RUBY, env: { "RUBYLIB" => nil })
       begin
         require "thrift_native"
       rescue LoadError => e
@@ -108,7 +142,7 @@ RSpec.describe "Loading thrift_native" do
         p pr.read_uuid, (t.read_all(-1) rescue e = $!; [e.class, e.type])
       RUBY
       expected = "true\n{:uuid_type=>16, :uuid_type_defined=>true, :default_recursion_depth=>64, " \
-                 ":transport_negative_size=>5}\n\"00112233-4455-6677-8899-aabbccddeeff\"\n[Thrift::TransportException, 5]\n"
+                 ":transport_negative_size=>5, :checked_binary_writes=>true, :typed_errors=>true}\n\"00112233-4455-6677-8899-aabbccddeeff\"\n[Thrift::TransportException, 5]\n"
       first = ruby("--disable-gems", "-I", lib, "-I", master_lib, "require 'thrift'\nrequire 'thrift_native'\n#{code}")
       second = ruby("--disable-gems", "-I", lib, "-I", master_lib, "require 'thrift_native'\nrequire 'thrift'\n#{code}")
       expect(first).to eq([expected, "", true])

@@ -3,6 +3,10 @@
 # The protocol differential runs: random sequences of protocol operations (see protocol_runner.rb), applied in a
 # child process per accelerator.
 module DifferentialRun
+  # The type of BinaryProtocolAccelerated's version errors with the loaded thrift: BAD_VERSION from thrift 0.23 on,
+  # 0 before (its C accelerator never set its BAD_VERSION).
+  BAD_VERSION_TYPE = ThriftNative::THRIFT_FEATURES[:typed_errors] ? Thrift::ProtocolException::BAD_VERSION : 0
+
   RUNNER = File.expand_path("protocol_runner.rb", __dir__)
 
   VALUE_MAKERS = {

@@ -106,7 +106,9 @@ RSpec.describe "Thrift::Struct and Thrift::Union read/write" do
 
     it "raises the protocol's errors for bad values, on both paths" do
       [Thrift::BinaryProtocolAccelerated, dispatching].each do |protocol|
-        expect { encode(CodecTest::Leaf.new(id: 2**31), protocol) }.to raise_error(RangeError, "integer out of bounds")
+        # thrift 0.24 on: the range check's message; before, NUM2INT's.
+        message = ThriftNative::THRIFT_FEATURES[:checked_binary_writes] ? "integer out of bounds" : "integer 2147483648 too big to convert to `int'"
+        expect { encode(CodecTest::Leaf.new(id: 2**31), protocol) }.to raise_error(RangeError, message)
         expect { encode(CodecTest::Containers.new(i32s: [1, nil]), protocol) }.to raise_error(StandardError, "nil argument not allowed!")
         expect { encode(CodecTest::Leaf.new(label: :sym), protocol) }.to raise_error(StandardError, "Value should be a string")
         expect { encode(CodecTest::WithUuid.new(id: "nope"), protocol) }.to raise_error(Thrift::ProtocolException, "Invalid UUID format")
@@ -127,7 +129,9 @@ RSpec.describe "Thrift::Struct and Thrift::Union read/write" do
     it "gives nested structs their defaults without calling initialize, and calls new for a class with its own" do
       e = decode(CodecTest::Everything, encode(CodecTest::Everything.new(defaults: CodecTest::Defaults.new(must: 5), version: 1)))
       expect(e.defaults).to eq(CodecTest::Defaults.new(must: 5))
-      expect(e.defaults.instance_variables).to eq(CodecTest::Defaults.new(must: 5).instance_variables)
+      # The same ivars; their order (the object's shape on Ruby 3.2+) is compared with the C accelerator's in
+      # struct_differential_spec, as `new(**args)` sets them in another order than a decode on Ruby 3.3.
+      expect(e.defaults.instance_variables).to match_array(CodecTest::Defaults.new(must: 5).instance_variables)
       before = CodecTest::Counted.instances
       h = decode(CodecTest::HoldsCounted, encode(CodecTest::HoldsCounted.new(counted: CodecTest::Counted.new(n: nil))))
       expect(CodecTest::Counted.instances - before).to eq(2) # ours for encode's argument, and one by the codec
@@ -220,10 +224,15 @@ RSpec.describe "Thrift::Struct and Thrift::Union read/write" do
   end
 
   describe "unions" do
-    it "rejects a second field" do
+    # thrift 0.23 on: ProtocolException(INVALID_DATA); before, the C accelerator raised RuntimeError.
+    typed = ThriftNative::THRIFT_FEATURES[:typed_errors]
+    union_error = typed ? Thrift::ProtocolException : RuntimeError
+
+    it "rejects a second field with #{union_error}" do
       bytes = "\x08\x00\x01\x00\x00\x00\x01\x08\x00\x01\x00\x00\x00\x02\x00".b
-      expect { decode(CodecTest::Choice, bytes) }.to raise_error(Thrift::ProtocolException, "too many fields in union!") { |e|
-        expect(e.type).to eq(Thrift::ProtocolException::INVALID_DATA)
+      expect { decode(CodecTest::Choice, bytes) }.to raise_error(union_error, "too many fields in union!") { |e|
+        expect(e).to be_instance_of(union_error)
+        expect(e.type).to eq(Thrift::ProtocolException::INVALID_DATA) if typed
       }
     end
 
@@ -231,7 +240,7 @@ RSpec.describe "Thrift::Struct and Thrift::Union read/write" do
       expect { decode(CodecTest::Choice, "\x00".b) }.to raise_error(Thrift::ProtocolException)
       bad = CodecTest::Choice.new(:number, 1)
       bad.instance_variable_set(:@setfield, :nope)
-      expect { encode(bad) }.to raise_error(Thrift::ProtocolException, "set_field is not valid for this union!")
+      expect { encode(bad) }.to raise_error(union_error, "set_field is not valid for this union!") { |e| expect(e).to be_instance_of(union_error) }
     end
 
     it "stores @setfield as a Symbol" do
@@ -294,7 +303,7 @@ RSpec.describe "Thrift::Struct and Thrift::Union read/write" do
       trans = Thrift::MemoryBufferTransport.new
       prot = Thrift::CompactProtocol.new(trans)
       target = CodecTest::Small.new
-      expect(allocations_per(100) { trans.reset_buffer(bytes); target.read(prot) }).to eq(200)
+      expect(read_allocations(100, trans, bytes) { target.read(prot) }).to eq(200)
       trans.reset_buffer
       expect(allocations_per(100) { small.write(prot) }).to eq(0)
     end
@@ -319,7 +328,7 @@ RSpec.describe "Thrift::Struct and Thrift::Union read/write" do
       prot = Thrift::BinaryProtocolAccelerated.new(trans)
       target = CodecTest::Small.new
       # the struct is reused: what remains is the two Strings it holds (name and payload)
-      expect(allocations_per(100) { trans.reset_buffer(bytes); target.read(prot) }).to eq(200)
+      expect(read_allocations(100, trans, bytes) { target.read(prot) }).to eq(200)
       expect(target).to eq(small)
     end
 
@@ -331,7 +340,7 @@ RSpec.describe "Thrift::Struct and Thrift::Union read/write" do
       prot = Thrift::BinaryProtocolAccelerated.new(trans)
       target = CodecTest::Containers.new
       # leaves: Array + 2 Leafs; i32s: Array; string_to_int: Hash + key; int_set: Set + its Hash
-      expect(allocations_per(50) { trans.reset_buffer(bytes); target.read(prot) }).to eq(50 * 8)
+      expect(read_allocations(50, trans, bytes) { target.read(prot) }).to eq(50 * 8)
       expect(target).to eq(c)
     end
 

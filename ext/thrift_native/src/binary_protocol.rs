@@ -10,8 +10,8 @@ use thrift_native_core::binary;
 use crate::ivars::IvarSlot;
 use crate::names::{IVAR_STRICT_READ, IVAR_STRICT_WRITE, IVAR_TRANS};
 use crate::protocol::{
-    checked_byte, checked_i16, checked_i32, checked_i64, checked_size, float_value, not_nil,
-    reset_message_size_if_asked, string_length, uuid_bytes, Pending,
+    binary_byte, binary_i16, binary_i32, binary_i64, binary_size, binary_version_word, float_value,
+    not_nil, reset_message_size_if_asked, string_length, uuid_bytes, Pending,
 };
 use crate::thrift::thrift;
 use crate::transport::{Input, Output, Wire};
@@ -79,15 +79,13 @@ fn write_message_begin(
     let out = output(rb_self);
     let strict_write = rb::ivar_get(rb_self.as_raw(), IVAR_STRICT_WRITE.get());
     if strict_write == rb::QTRUE {
-        let mtype = checked_byte(ruby, mtype)?;
-        let version = (thrift().version_1 as u32 as i32) | i32::from(mtype);
-        out.write(&binary::encode_i32(version))?;
+        out.write(&binary::encode_i32(binary_version_word(ruby, mtype)?))?;
         write_string_to(ruby, &out, name)?;
-        out.write(&binary::encode_i32(checked_i32(ruby, seqid)?))
+        out.write(&binary::encode_i32(binary_i32(ruby, seqid)?))
     } else {
         write_string_to(ruby, &out, name)?;
-        out.write(&[checked_byte(ruby, mtype)? as u8])?;
-        out.write(&binary::encode_i32(checked_i32(ruby, seqid)?))
+        out.write(&[binary_byte(ruby, mtype)? as u8])?;
+        out.write(&binary::encode_i32(binary_i32(ruby, seqid)?))
     }
 }
 
@@ -99,9 +97,9 @@ fn write_field_begin(
     id: Value,
 ) -> Result<(), Error> {
     let mut p = Pending::new(output(rb_self));
-    let ftype = p.check(checked_byte(ruby, ftype))?;
+    let ftype = p.check(binary_byte(ruby, ftype))?;
     p.push(&[ftype as u8]);
-    let id = p.check(checked_i16(ruby, id))?;
+    let id = p.check(binary_i16(ruby, id))?;
     p.push(&binary::encode_i16(id));
     p.flush()
 }
@@ -118,20 +116,20 @@ fn write_map_begin(
     size: Value,
 ) -> Result<(), Error> {
     let mut p = Pending::new(output(rb_self));
-    let k = p.check(checked_byte(ruby, ktype))?;
+    let k = p.check(binary_byte(ruby, ktype))?;
     p.push(&[k as u8]);
-    let v = p.check(checked_byte(ruby, vtype))?;
+    let v = p.check(binary_byte(ruby, vtype))?;
     p.push(&[v as u8]);
-    let size = p.check(checked_size(ruby, size))?;
+    let size = p.check(binary_size(ruby, size))?;
     p.push(&binary::encode_i32(size));
     p.flush()
 }
 
 fn write_list_begin(ruby: &Ruby, rb_self: Value, etype: Value, size: Value) -> Result<(), Error> {
     let mut p = Pending::new(output(rb_self));
-    let e = p.check(checked_byte(ruby, etype))?;
+    let e = p.check(binary_byte(ruby, etype))?;
     p.push(&[e as u8]);
-    let size = p.check(checked_size(ruby, size))?;
+    let size = p.check(binary_size(ruby, size))?;
     p.push(&binary::encode_i32(size));
     p.flush()
 }
@@ -141,22 +139,22 @@ fn write_bool(rb_self: Value, b: Value) -> Result<(), Error> {
 }
 
 fn write_byte(ruby: &Ruby, rb_self: Value, v: Value) -> Result<(), Error> {
-    let b = checked_byte(ruby, not_nil(ruby, v)?)?;
+    let b = binary_byte(ruby, not_nil(ruby, v)?)?;
     output(rb_self).write(&[b as u8])
 }
 
 fn write_i16(ruby: &Ruby, rb_self: Value, v: Value) -> Result<(), Error> {
-    let n = checked_i16(ruby, not_nil(ruby, v)?)?;
+    let n = binary_i16(ruby, not_nil(ruby, v)?)?;
     output(rb_self).write(&binary::encode_i16(n))
 }
 
 fn write_i32(ruby: &Ruby, rb_self: Value, v: Value) -> Result<(), Error> {
-    let n = checked_i32(ruby, not_nil(ruby, v)?)?;
+    let n = binary_i32(ruby, not_nil(ruby, v)?)?;
     output(rb_self).write(&binary::encode_i32(n))
 }
 
 fn write_i64(ruby: &Ruby, rb_self: Value, v: Value) -> Result<(), Error> {
-    let n = checked_i64(ruby, not_nil(ruby, v)?)?;
+    let n = binary_i64(ruby, not_nil(ruby, v)?)?;
     output(rb_self).write(&binary::encode_i64(n))
 }
 
@@ -196,6 +194,16 @@ fn read_size_from(ruby: &Ruby, input: &mut Input) -> Result<usize, Error> {
     binary::read_size(&mut Wire::new(ruby, input))
 }
 
+/// BAD_VERSION, or 0 where the loaded thrift's own C accelerator (before 0.23) never set it.
+fn bad_version_code() -> i64 {
+    let t = thrift();
+    if t.contract.typed_errors {
+        t.codes.bad_version
+    } else {
+        0
+    }
+}
+
 fn read_message_begin(ruby: &Ruby, rb_self: Value) -> Result<magnus::RArray, Error> {
     let this = rb_self.as_raw();
     reset_message_size_if_asked(this)?;
@@ -205,7 +213,7 @@ fn read_message_begin(ruby: &Ruby, rb_self: Value) -> Result<magnus::RArray, Err
     let (name, mtype) = if version < 0 {
         if (version as u32 & t.version_mask as u32) != t.version_1 as u32 {
             return Err(errors::protocol(
-                t.codes.bad_version,
+                bad_version_code(),
                 "Missing version identifier",
             ));
         }
@@ -215,7 +223,7 @@ fn read_message_begin(ruby: &Ruby, rb_self: Value) -> Result<magnus::RArray, Err
     } else {
         if rb::ivar_get(this, IVAR_STRICT_READ.get()) == rb::QTRUE {
             return Err(errors::protocol(
-                t.codes.bad_version,
+                bad_version_code(),
                 "No version identifier, old protocol client?",
             ));
         }

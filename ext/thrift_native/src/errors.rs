@@ -79,6 +79,11 @@ pub fn from_core(ruby: &Ruby, error: CoreError) -> Error {
             protocol(thrift().codes.size_limit, &error.to_string())
         }
         CoreError::DepthLimit => protocol(thrift().codes.depth_limit, &error.to_string()),
+        CoreError::TooManyUnionFields | CoreError::InvalidUnionField
+            if !thrift().contract.typed_errors =>
+        {
+            Error::new(ruby.exception_runtime_error(), error.to_string())
+        }
         CoreError::TooManyUnionFields | CoreError::InvalidUnionField | CoreError::InvalidData => {
             protocol(thrift().codes.invalid_data, &error.to_string())
         }

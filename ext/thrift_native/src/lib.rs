@@ -65,6 +65,11 @@ fn define_everything(ruby: &Ruby, namespace: RModule) -> Result<(), Error> {
         ruby.to_symbol("transport_negative_size"),
         found.transport_negative_size,
     )?;
+    features.aset(
+        ruby.to_symbol("checked_binary_writes"),
+        found.contract.checked_binary_writes,
+    )?;
+    features.aset(ruby.to_symbol("typed_errors"), found.contract.typed_errors)?;
     features.freeze();
     namespace.const_set("THRIFT_FEATURES", features)?;
     registry::start(ruby, namespace)?;

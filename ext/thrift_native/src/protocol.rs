@@ -49,6 +49,56 @@ pub fn checked_size(ruby: &Ruby, v: Value) -> Result<i32, Error> {
     checked_integer(ruby, v, 0, i32::MAX.into()).map(|n| n as i32)
 }
 
+// ----- BinaryProtocolAccelerated's integer arguments: checked (thrift 0.24 on) or as older C accelerators did -----
+
+/// Before thrift 0.24 the C accelerator converted with NUM2INT (TypeError, or RangeError outside `int`) and wrote
+/// the low bytes; [`crate::thrift::Contract::checked_binary_writes`] tells which the loaded thrift calls for.
+#[inline(always)]
+fn binary_int(ruby: &Ruby, v: Value, min: i64, max: i64) -> Result<i32, Error> {
+    if thrift().contract.checked_binary_writes {
+        checked_integer(ruby, v, min, max).map(|n| n as i32)
+    } else {
+        rb::num2int(v.as_raw())
+    }
+}
+
+pub fn binary_byte(ruby: &Ruby, v: Value) -> Result<i8, Error> {
+    binary_int(ruby, v, i8::MIN.into(), i8::MAX.into()).map(|n| n as i8)
+}
+
+pub fn binary_i16(ruby: &Ruby, v: Value) -> Result<i16, Error> {
+    binary_int(ruby, v, i16::MIN.into(), i16::MAX.into()).map(|n| n as i16)
+}
+
+pub fn binary_i32(ruby: &Ruby, v: Value) -> Result<i32, Error> {
+    binary_int(ruby, v, i32::MIN.into(), i32::MAX.into())
+}
+
+/// A container size: negative ones were written as they are before 0.24.
+pub fn binary_size(ruby: &Ruby, v: Value) -> Result<i32, Error> {
+    binary_int(ruby, v, 0, i32::MAX.into())
+}
+
+/// NUM2LL before 0.24 (a Float truncated, TypeError for what is not numeric).
+pub fn binary_i64(ruby: &Ruby, v: Value) -> Result<i64, Error> {
+    if thrift().contract.checked_binary_writes {
+        checked_i64(ruby, v)
+    } else {
+        rb::num2ll(v.as_raw())
+    }
+}
+
+/// A strict message header's first word: VERSION_1 | type, the type range-checked from 0.24 on, before that
+/// OR-ed in whole as the old C accelerator's `VERSION_1 | FIX2INT(type)` did.
+pub fn binary_version_word(ruby: &Ruby, mtype: Value) -> Result<i32, Error> {
+    let version = thrift().version_1 as u32 as i32;
+    if thrift().contract.checked_binary_writes {
+        Ok(version | i32::from(checked_byte(ruby, mtype)?))
+    } else {
+        Ok(version | rb::num2int(mtype.as_raw())?)
+    }
+}
+
 pub fn not_nil(ruby: &Ruby, v: Value) -> Result<Value, Error> {
     if v.is_nil() {
         Err(errors::nil_argument(ruby))

@@ -105,6 +105,22 @@ pub fn num2int(v: VALUE) -> Result<i32, Error> {
     Ok(n as i32)
 }
 
+/// `NUM2LL`: `rb_num2ll`'s conversion (a Float truncated; TypeError for what is not numeric; RangeError beyond 64
+/// bits).
+#[inline(always)]
+pub fn num2ll(v: VALUE) -> Result<i64, Error> {
+    if let Some(n) = fixnum_value(v) {
+        return Ok(n);
+    }
+    let mut n = 0;
+    // SAFETY: protected; rb_num2ll raises TypeError or RangeError for what it cannot convert.
+    protect(|| unsafe {
+        n = rb_sys::rb_num2ll(v);
+        QNIL
+    })?;
+    Ok(n)
+}
+
 /// An Integer for `n` as a `Value` (see [`integer`]).
 #[inline(always)]
 pub fn int(n: i64) -> Value {

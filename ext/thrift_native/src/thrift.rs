@@ -1,7 +1,7 @@
 //! What the loaded thrift library provides, probed once at load time and cached (GC-pinned).
 //!
 //! thrift 0.14 (Debian's) lacks `Types::UUID`, `DEFAULT_RECURSION_DEPTH` and `TransportException::NEGATIVE_SIZE`;
-//! newer versions have them. Probing never raises anything but the LoadError built in `lib.rs`.
+//! newer versions have them. Where the versions' C accelerators behave differently, [`Contract`] says which to follow. Probing never raises anything but the LoadError built in `lib.rs`.
 
 use std::sync::OnceLock;
 
@@ -70,6 +70,23 @@ pub struct Thrift {
     pub default_recursion_depth: i64,
     /// HeaderTransport and HeaderProtocol, when the library has them (thrift master).
     pub header: Option<HeaderClasses>,
+    /// Where the C accelerators of thrift versions differ, which one the loaded library calls for.
+    pub contract: Contract,
+}
+
+/// The loaded thrift's own accelerator's behaviour where versions differ, told by what its pure-Ruby library has
+/// (a constant or method that came in the same upstream change), never by a version number. Unsafe old behaviour
+/// (crashes, unbounded recursion or allocation) is not among these: it is not reproduced (README, "Versions").
+#[derive(Debug, Clone, Copy)]
+pub struct Contract {
+    /// thrift 0.24 on (`BinaryProtocol::BYTE_MAX` came with it): BinaryProtocolAccelerated's integer arguments are
+    /// range-checked (TypeError, RangeError "integer out of bounds"). Before, the C accelerator converted them with
+    /// NUM2INT/NUM2LL and kept the low bytes, as the pure-Ruby protocol's `pack` does.
+    pub checked_binary_writes: bool,
+    /// thrift 0.23 on (`Types::UUID` came in that release): a union's errors are ProtocolException(INVALID_DATA)
+    /// and BinaryProtocolAccelerated's version errors carry BAD_VERSION. Before, RuntimeError, and type 0 (the old C
+    /// accelerator never set its BAD_VERSION).
+    pub typed_errors: bool,
 }
 
 /// thrift master's THeader classes and what their native methods need.
@@ -181,6 +198,15 @@ pub fn probe(ruby: &Ruby) -> Result<&'static Thrift, Error> {
     };
     let garbage_buffer_size: i64 = memory_buffer.const_get("GARBAGE_BUFFER_SIZE")?;
     let header = probe_header(ruby, module, transport_exception)?;
+    let defined = |scope: RClass, name: &str| -> Result<bool, Error> {
+        scope
+            .as_value()
+            .funcall("const_defined?", (ruby.to_symbol(name), false))
+    };
+    let contract = Contract {
+        checked_binary_writes: defined(binary_protocol, "BYTE_MAX")?,
+        typed_errors: has_uuid_type,
+    };
 
     let found = Thrift {
         module: pinned(module),
@@ -207,6 +233,7 @@ pub fn probe(ruby: &Ruby) -> Result<&'static Thrift, Error> {
         has_uuid_type,
         default_recursion_depth,
         header,
+        contract,
     };
     let _ = THRIFT.set(found);
     Ok(thrift())
