@@ -1,7 +1,8 @@
 //! What the loaded thrift library provides, probed once at load time and cached (GC-pinned).
 //!
 //! thrift 0.14 (Debian's) lacks `Types::UUID`, `DEFAULT_RECURSION_DEPTH` and `TransportException::NEGATIVE_SIZE`;
-//! newer versions have them. Where the versions' C accelerators behave differently, [`Contract`] says which to follow. Probing never raises anything but the LoadError built in `lib.rs`.
+//! newer versions have them. Where the versions' C accelerators behave differently, [`Contract`] says which to
+//! follow. Probing never raises anything but the LoadError built in `lib.rs`.
 
 use std::sync::OnceLock;
 
@@ -76,7 +77,8 @@ pub struct Thrift {
 
 /// The loaded thrift's own accelerator's behaviour where versions differ, told by what its pure-Ruby library has
 /// (a constant or method that came in the same upstream change), never by a version number. Unsafe old behaviour
-/// (crashes, unbounded recursion or allocation) is not among these: it is not reproduced (README, "Versions").
+/// (crashes, unbounded recursion or allocation) is not among these: it is not reproduced (README, "What is
+/// accelerated", lists both).
 #[derive(Debug, Clone, Copy)]
 pub struct Contract {
     /// thrift 0.24 on (`BinaryProtocol::BYTE_MAX` came with it): BinaryProtocolAccelerated's integer arguments are
