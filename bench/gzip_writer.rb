@@ -12,7 +12,7 @@
 # 3. The deflate engines alone (raw system zlib, both writers to a null sink), level 6: the ceiling on this CPU.
 # 4. The cost of releasing the GVL, per input size, which sets GzipWriter.nogvl_threshold.
 #
-# Prints tables as it goes and writes everything to bench/results/gzip_writer.json.
+# Prints tables as it goes and writes everything to bench/results/gzip_writer.json (or $BENCH_RESULTS/).
 
 $LOAD_PATH.unshift File.expand_path("../lib", __dir__)
 require "thrift_native"
@@ -364,7 +364,8 @@ ThriftNative::GzipWriter.nogvl_threshold = default_threshold
 table("Releasing the GVL: µs per write (level 6, copy + release included); threshold in use: #{default_threshold} B",
       ["input bytes", "data", "GVL held µs", "GVL released µs", "cost"], nogvl_rows)
 
-FileUtils.mkdir_p File.expand_path("results", __dir__)
-path = File.expand_path("results/gzip_writer.json", __dir__)
+results_dir = File.expand_path(ENV.fetch("BENCH_RESULTS", File.join(__dir__, "results")))
+FileUtils.mkdir_p results_dir
+path = File.join(results_dir, "gzip_writer.json")
 File.write(path, JSON.pretty_generate(RESULTS))
 puts "", "Results written to #{path}"

@@ -21,6 +21,7 @@ IMPL = ARGV.fetch(0)
 SECONDS = Float(ARGV.fetch(1, "0.5"))
 Accelerator.load(IMPL)
 CodecTypes.load_service!
+Accelerator.exit_unless_structs_run
 
 # The server's answers, made once.
 class BenchHandler

@@ -8,18 +8,21 @@
 # accelerator is added: Debian's thrift 0.14 has no UUID methods to compare read_uuid with. Master's library also
 # brings HeaderTransport: its stacks are measured with master's library under all three (pure-master, c-master,
 # ours-master), as is the RPC benchmark, whose clients master wants from its own compiler (THRIFT_MASTER_COMPILER).
+# THRIFT_C_VERSION names the version of the thrift on the load path (default 0.14, Debian 12's) in the column labels;
+# BENCH_RESULTS is where the JSON goes (default bench/results). `bin/matrix bench-3.3-0.19` sets both.
 
 require "json"
 require "time"
+require "fileutils"
 require_relative "../spec/support/child_ruby"
 
 SECONDS = ARGV.fetch(0, "0.5")
 IMPLS = (ENV["THRIFT_MASTER_RB"] ? %w[pure c c-master ours] : %w[pure c ours]).freeze
-LABELS = { "pure" => "pure Ruby", "c" => "C 0.14", "c-master" => "C master", "ours" => "thrift_native",
+LABELS = { "pure" => "pure Ruby", "c" => "C #{ENV.fetch("THRIFT_C_VERSION", "0.14")}", "c-master" => "C master", "ours" => "thrift_native",
            "pure-master" => "pure Ruby (master)", "ours-master" => "thrift_native (master)" }.freeze
 MASTER_IMPLS = (ENV["THRIFT_MASTER_RB"] ? %w[pure-master c-master ours-master] : []).freeze
 RPC_IMPLS = (%w[pure c ours] + (ENV["THRIFT_MASTER_COMPILER"] ? MASTER_IMPLS : [])).freeze
-RESULTS_DIR = File.expand_path("results", __dir__)
+RESULTS_DIR = File.expand_path(ENV.fetch("BENCH_RESULTS", File.join(__dir__, "results")))
 
 PROTOCOLS = %w[binary compact].freeze
 
@@ -105,7 +108,7 @@ def render(header, rows, left = 2)
 end
 
 def save(name, results)
-  Dir.mkdir(RESULTS_DIR) unless Dir.exist?(RESULTS_DIR)
+  FileUtils.mkdir_p(RESULTS_DIR)
   path = File.join(RESULTS_DIR, "#{name}.json")
   File.write(path, JSON.pretty_generate(
     recorded_at: Time.now.utc.iso8601, ruby: RUBY_DESCRIPTION, seconds_per_measurement: SECONDS.to_f, results: results
@@ -115,13 +118,14 @@ end
 
 primitives = PROTOCOLS.to_h { |protocol| [protocol, run_rounds("primitives.rb", protocol, key: "ns_per_call")] }
 puts "\nBinary and compact protocol primitives over a MemoryBufferTransport (ns/call and objects/call; " \
-     "'vs C' = C time / thrift_native time, the newest C measured; n/a: thrift 0.14 has no UUID support)\n\n"
+     "'vs C' = C time / thrift_native time, the newest C measured; n/a: the loaded thrift has no UUID support)\n\n"
 puts table(primitives)
 save("primitives", primitives)
 
 structs = PROTOCOLS.to_h { |protocol| [protocol, run_rounds("structs.rb", protocol, key: "seconds")] }
 puts "\nStruct read/write over a MemoryBufferTransport (total seconds for the count, objects per " \
-     "read or write; a read's objects include the 2 that `Small.new` itself makes and the objects the result holds)\n\n"
+     "read or write; a read's objects include the 2 that `Small.new` itself makes and the objects the result holds; " \
+     "n/a under pure Ruby: a thrift before 0.20 cannot write structs on Ruby 3.2+, its BaseProtocol names Fixnum)\n\n"
 puts struct_table(structs)
 save("structs", structs)
 

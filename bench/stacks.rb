@@ -20,6 +20,7 @@ IMPL = ARGV.fetch(0)
 PROTOCOL_NAME = ARGV.fetch(2, "binary")
 Accelerator.load(IMPL)
 CodecTypes.load!
+Accelerator.exit_unless_structs_run
 PROTOCOL = Accelerator.protocol_class(PROTOCOL_NAME)
 
 # Best of ROUNDS: this machine is a VM whose speed varies; the fastest round is the least disturbed.

@@ -14,6 +14,7 @@ require_relative "../spec/support/codec_samples"
 ENV["PROTOCOL"] = ARGV.fetch(2, "binary")
 Accelerator.load(ARGV.fetch(0))
 CodecTypes.load!
+Accelerator.exit_unless_structs_run
 
 SMALL_COUNT = 20_000
 LARGE_COUNT = 3

@@ -55,5 +55,25 @@ module Accelerator
         abort "unknown accelerator #{name.inspect}: #{NAMES.join(", ")}"
       end
     end
+
+    # Whether the loaded thrift's pure-Ruby structs can be written on this Ruby: before thrift 0.20 or so,
+    # BaseProtocol#write_type tests `is_a? Fixnum`, a constant Ruby 3.2 removed (a NameError for every struct).
+    def pure_structs_work?
+      Thrift::BaseProtocol.new(nil).write_type({ type: Thrift::Types::I32 }, 1)
+      true
+    rescue NameError => e
+      e.name != :Fixnum
+    rescue NotImplementedError, StandardError
+      true
+    end
+
+    # For a benchmark's child: with pure Ruby whose structs cannot run on this Ruby, nothing to measure (the table
+    # shows n/a); says so on stderr and exits.
+    def exit_unless_structs_run
+      return unless name.start_with?("pure") && !pure_structs_work?
+
+      warn "#{name}: this thrift's pure-Ruby structs do not run on Ruby #{RUBY_VERSION} (Fixnum): not measured"
+      exit
+    end
   end
 end
