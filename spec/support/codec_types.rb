@@ -26,17 +26,25 @@ module CodecTypes
   end
 
   # The RPC benchmark's service, BenchService::Bench (bench/idl/bench_service.thrift). thrift master's Client expects
-  # generated clients to call its receive_message_begin, which the installed compiler's do not: with that library
-  # loaded, the code comes from THRIFT_MASTER_COMPILER (a compiler built from the same checkout).
+  # generated clients to call its receive_message_begin, which Debian 12's compiler (0.17) does not: with master's
+  # library (THRIFT_MASTER_RB) loaded, the code comes from THRIFT_MASTER_COMPILER (a compiler built from the same
+  # checkout); otherwise from the installed compiler, which matches the installed library (0.17 with Debian 12's
+  # ruby-thrift 0.14, whose Client is the same; 0.19 with 0.19 in the Debian 13 root of bin/matrix).
   def self.load_service!
     out, compiler = OUT, "thrift"
-    if Thrift::Client.method_defined?(:receive_message_begin)
+    if master_library?
       compiler = ENV.fetch("THRIFT_MASTER_COMPILER") { raise "thrift master's Client needs code from its compiler: set THRIFT_MASTER_COMPILER" }
       out = OUT_MASTER
     end
     load!(out, compiler)
     generate(SERVICE_IDL, "bench.rb", out: out, compiler: compiler)
     require "bench"
+  end
+
+  # Whether the loaded thrift library is the one under THRIFT_MASTER_RB.
+  def self.master_library?
+    dir = ENV["THRIFT_MASTER_RB"]
+    !dir.nil? && $LOADED_FEATURES.any? { |f| f.start_with?(File.join(File.expand_path(dir), "lib", "")) }
   end
 
   def self.load!(out = OUT, compiler = "thrift")
