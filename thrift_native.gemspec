@@ -9,8 +9,8 @@ Gem::Specification.new do |spec|
   spec.description = <<~TEXT.tr("\n", " ").strip
     Replaces the thrift gem's C accelerator (thrift 0.14 to master) with one written in Rust: BinaryProtocolAccelerated,
     CompactProtocol, MemoryBufferTransport, FramedTransport, BufferedTransport and HeaderTransport methods, and
-    Thrift::Struct and Thrift::Union read and write, with the results, bytes and exceptions of thrift master's C
-    accelerator. Also ThriftNative::GzipWriter, a Zlib::GzipWriter work-alike that makes no garbage per write.
+    Thrift::Struct and Thrift::Union read and write, with the results, bytes and exceptions of the loaded thrift's
+    own C accelerator. Also ThriftNative::GzipWriter, a Zlib::GzipWriter work-alike that makes no garbage per write.
   TEXT
   spec.authors = ["thrift_native developers"]
   spec.license = "Apache-2.0"

@@ -13,6 +13,11 @@ module SpecSupport
   ROOT = File.expand_path("..", __dir__)
   LIB = File.join(ROOT, "lib")
 
+  # Whether the loaded thrift calls for the newer side of a behaviour its versions' C accelerators differ in
+  # (ThriftNative::THRIFT_FEATURES; thrift.rs's Contract). Examples of both sides exist; spec/integration/contract_spec.rb
+  # runs the unit specs again under thrift master's contract, so both run whatever the thrift.
+  def self.newer?(feature) = ThriftNative::THRIFT_FEATURES.fetch(feature)
+
   # Objects allocated by one run of the block, measured after a first (warm-up) run has filled Ruby's call caches.
   def allocations
     yield

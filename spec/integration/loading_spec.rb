@@ -64,9 +64,17 @@ RSpec.describe "Loading thrift_native" do
     expect(eval(out)).to eq( # rubocop:disable Security/Eval
       uuid_type: 16, uuid_type_defined: Thrift::Types.const_defined?(:UUID),
       default_recursion_depth: 64, transport_negative_size: 5,
-      # The contract, from what the library has: BYTE_MAX came with 0.24's checked writes, Types::UUID with 0.23.
+      # The contract, from what the library has: BYTE_MAX came with 0.24's checked writes, Types::UUID with 0.23,
+      # NEGATIVE_SIZE with 0.24's MemoryBufferTransport#read_all, the others with thrift master's batch of fixes
+      # (whose pure-Ruby traces, read before any method is replaced, go with CompactProtocol::I16_MAX).
       checked_binary_writes: Thrift::BinaryProtocol.const_defined?(:BYTE_MAX, false),
-      typed_errors: Thrift::Types.const_defined?(:UUID, false)
+      typed_errors: Thrift::Types.const_defined?(:UUID, false),
+      checked_compact_writes: Thrift::CompactProtocol.const_defined?(:I16_MAX, false),
+      compact_unknown_type_errors: Thrift::CompactProtocol.const_defined?(:I16_MAX, false),
+      compact_header_codes: Thrift::CompactProtocol.const_defined?(:I16_MAX, false),
+      container_size_limit: Thrift::BaseProtocol.const_defined?(:MAX_CONTAINER_SIZE, false),
+      memory_buffer_fixes: Thrift::CompactProtocol.const_defined?(:I16_MAX, false),
+      memory_buffer_read_all: Thrift::TransportException.const_defined?(:NEGATIVE_SIZE, false)
     )
   end
 
@@ -142,7 +150,9 @@ RSpec.describe "Loading thrift_native" do
         p pr.read_uuid, (t.read_all(-1) rescue e = $!; [e.class, e.type])
       RUBY
       expected = "true\n{:uuid_type=>16, :uuid_type_defined=>true, :default_recursion_depth=>64, " \
-                 ":transport_negative_size=>5, :checked_binary_writes=>true, :typed_errors=>true}\n\"00112233-4455-6677-8899-aabbccddeeff\"\n[Thrift::TransportException, 5]\n"
+                 ":transport_negative_size=>5, :checked_binary_writes=>true, :typed_errors=>true, " \
+                 ":checked_compact_writes=>true, :compact_unknown_type_errors=>true, :compact_header_codes=>true, " \
+                 ":container_size_limit=>true, :memory_buffer_fixes=>true, :memory_buffer_read_all=>true}\n\"00112233-4455-6677-8899-aabbccddeeff\"\n[Thrift::TransportException, 5]\n"
       first = ruby("--disable-gems", "-I", lib, "-I", master_lib, "require 'thrift'\nrequire 'thrift_native'\n#{code}")
       second = ruby("--disable-gems", "-I", lib, "-I", master_lib, "require 'thrift_native'\nrequire 'thrift'\n#{code}")
       expect(first).to eq([expected, "", true])

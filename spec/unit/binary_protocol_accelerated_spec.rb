@@ -283,19 +283,19 @@ RSpec.describe Thrift::BinaryProtocolAccelerated do
       end
     end
 
-    it "consumes what a short fixed-width read found, as read_into_buffer does, but nothing of a short read_uuid" do
+    it "consumes what a short fixed-width read found as read_into_buffer does (before thrift master: nothing), and of a short read_uuid what read_all does" do
       trans.reset_buffer("\x01\x02".b)
       expect { prot.read_i32 }.to raise_error(EOFError, "Not enough bytes remain in memory buffer")
-      expect(trans.available).to eq(0)
+      expect(trans.available).to eq(SpecSupport.newer?(:memory_buffer_fixes) ? 0 : 2)
       trans.reset_buffer("\x01".b * 10)
       expect { prot.read_uuid }.to raise_error(EOFError)
-      expect(trans.available).to eq(10)
+      expect(trans.available).to eq(SpecSupport.newer?(:memory_buffer_read_all) ? 10 : 0)
     end
 
-    it "consumes the length but not the payload of a short string" do
+    it "consumes the length but not the payload of a short string (before thrift 0.24, BaseTransport#read_all: both)" do
       feed("\x00\x00\x00\x05abc")
       expect { prot.read_string }.to raise_error(EOFError)
-      expect(trans.available).to eq(3)
+      expect(trans.available).to eq(SpecSupport.newer?(:memory_buffer_read_all) ? 3 : 0)
     end
   end
 

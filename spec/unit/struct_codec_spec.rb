@@ -311,10 +311,14 @@ RSpec.describe "Thrift::Struct and Thrift::Union read/write" do
     it "raises the contract's errors for bad compact input" do
       expect { decode(CodecTest::Leaf, "\x15\xFF\xFF\xFF\xFF\x7F\x00".b, Thrift::CompactProtocol) }
         .to raise_error(Thrift::ProtocolException, "Variable-length int overflows uint32.")
+      # thrift master's C accelerator: INVALID_DATA; before: StandardError.
+      unknown = SpecSupport.newer?(:compact_unknown_type_errors) ? [Thrift::ProtocolException, "Unknown compact type: 14"] : [StandardError, "don't know what type: 14"]
       expect { decode(CodecTest::Leaf, "\x1E\x00".b, Thrift::CompactProtocol) }
-        .to raise_error(Thrift::ProtocolException, "Unknown compact type: 14")
+        .to raise_error(an_instance_of(unknown[0]).and(having_attributes(message: unknown[1])))
+      # Beyond INT32_MAX: SIZE_LIMIT (thrift master); before, the negative int32 it was, refused as negative.
+      too_big = SpecSupport.newer?(:container_size_limit) ? "Container size limit exceeded" : "Negative size"
       expect { decode(CodecTest::Containers, "\x49\xF5\xFF\xFF\xFF\xFF\x0F".b, Thrift::CompactProtocol) }
-        .to raise_error(Thrift::ProtocolException, "Container size limit exceeded")
+        .to raise_error(Thrift::ProtocolException, too_big)
       expect { decode(CodecTest::Leaf, "\x28\xFF\xFF\xFF\xFF\x0F".b, Thrift::CompactProtocol) }
         .to raise_error(Thrift::ProtocolException, "Binary size limit exceeded")
     end

@@ -4,6 +4,10 @@
 //!
 //! Reads from a plain MemoryBufferTransport decode whole varints straight from its buffer; any other transport is
 //! called exactly as the C accelerator calls it (`read_byte` per varint byte, one `write` per byte written).
+//!
+//! Where the loaded thrift's C accelerator predates master's checks ([`crate::thrift::Contract`]), the `unchecked_*`
+//! paths do as it did: NUM2INT/NUM2LL conversions, the i16 written as the i32 it is, negative sizes written as they
+//! are, the field type looked up after `@last_field` was popped.
 
 use magnus::prelude::*;
 use magnus::rb_sys::AsRawValue;
@@ -47,14 +51,28 @@ fn core_error(ruby: &Ruby, e: CoreError) -> Error {
     errors::from_core(ruby, e)
 }
 
-/// The compact type of a Thrift type given as a Ruby value (`FIX2INT`, then INVALID_DATA for STOP and unknowns).
+/// The compact type of a Thrift type given as a Ruby value (`FIX2INT`, then INVALID_DATA for STOP and unknowns;
+/// UUID only where the loaded thrift has it).
 fn compact_type(ruby: &Ruby, t: Value) -> Result<u8, Error> {
-    compact_type_of(num2int(t.as_raw())?.into()).map_err(|e| core_error(ruby, e))
+    let t = i64::from(num2int(t.as_raw())?);
+    if t == i64::from(ttype::UUID) && !thrift().has_uuid_type {
+        return Err(core_error(ruby, CoreError::UnknownCompactType(t)));
+    }
+    compact_type_of(t).map_err(|e| core_error(ruby, e))
 }
 
 fn thrift_type(ruby: &Ruby, c: u8) -> Result<Value, Error> {
+    if c == ctype::UUID && !thrift().has_uuid_type {
+        return Err(core_error(ruby, CoreError::UnknownCompactType(c.into())));
+    }
     let t = thrift_type_of(c).map_err(|e| core_error(ruby, e))?;
     Ok(rb::int(t.into()))
+}
+
+/// Whether the loaded thrift range-checks CompactProtocol's arguments (thrift master).
+#[inline(always)]
+fn checked_writes() -> bool {
+    thrift().contract.checked_compact_writes
 }
 
 use crate::rb::int;
@@ -119,6 +137,28 @@ fn write_field_header(
     push_field_id(this, id_value)
 }
 
+/// The field header as thrift's C accelerator wrote it before master: the id by NUM2INT, the last id popped, then
+/// the type (an unknown type raises with the last id already popped), the id written as the i32 it is.
+fn write_field_header_unchecked(
+    p: &mut Pending,
+    this: VALUE,
+    compact_type: impl FnOnce() -> Result<u8, Error>,
+    id_value: VALUE,
+) -> Result<(), Error> {
+    let id = num2int(id_value)?;
+    let last = pop_field_id(this)?;
+    let compact_type = compact_type()?;
+    let delta = id.wrapping_sub(last);
+    if delta > 0 && delta <= 15 {
+        p.write_unit(&[((delta as u8) << 4) | (compact_type & 0x0f)])?;
+    } else {
+        p.write_unit(&[compact_type & 0x0f])?;
+        p.write_varint(zigzag32(id).into())?;
+    }
+    p.flush()?;
+    push_field_id(this, id_value)
+}
+
 /// `write_binary`'s tail: the varint length (RangeError past INT32_MAX), then the bytes of `buf`.
 fn write_bytes_with_length(ruby: &Ruby, out: Output, buf: VALUE) -> Result<(), Error> {
     let len = string_length(ruby, buf, OUT_OF_BOUNDS)?;
@@ -141,6 +181,9 @@ fn write_string_to(ruby: &Ruby, out: Output, s: Value) -> Result<(), Error> {
     write_bytes_with_length(ruby, out, converted)
 }
 
+/// thrift master checks the sequence id, then converts the type, before writing anything; before master each
+/// argument was converted (FIX2INT) as the byte it goes into was written, so a bad one raised after the bytes
+/// before it.
 fn write_message_begin(
     ruby: &Ruby,
     rb_self: Value,
@@ -148,15 +191,32 @@ fn write_message_begin(
     mtype: Value,
     seqid: Value,
 ) -> Result<(), Error> {
-    let seqid = checked_i32(ruby, not_nil(ruby, seqid)?)?;
-    let mtype = i64::from(num2int(mtype.as_raw())?);
+    let checked = checked_writes();
+    let checked_seqid = if checked {
+        Some(checked_i32(ruby, not_nil(ruby, seqid)?)?)
+    } else {
+        None
+    };
+    let early_mtype = if checked {
+        Some(num2int(mtype.as_raw())?)
+    } else {
+        None
+    };
     let c = thrift().compact;
-    let version_and_type =
-        (c.version & c.version_mask) | ((mtype << c.type_shift_amount) & c.type_mask);
     let out = output(rb_self);
     let mut p = Pending::new(out);
     p.write_unit(&[c.protocol_id as u8])?;
+    let mtype = match early_mtype {
+        Some(t) => t,
+        None => p.check(num2int(mtype.as_raw()))?,
+    };
+    let version_and_type =
+        (c.version & c.version_mask) | ((i64::from(mtype) << c.type_shift_amount) & c.type_mask);
     p.write_unit(&[version_and_type as u8])?;
+    let seqid = match checked_seqid {
+        Some(n) => n,
+        None => p.check(num2int(seqid.as_raw()))?,
+    };
     p.write_varint(u64::from(seqid as u32))?;
     p.flush()?;
     write_string_to(ruby, out, name)
@@ -180,6 +240,19 @@ fn write_field_begin(
     id: Value,
 ) -> Result<(), Error> {
     let this = rb_self.as_raw();
+    if !checked_writes() {
+        if num2int(ftype.as_raw())? == i32::from(ttype::BOOL) {
+            let pending = ruby.ary_new_from_values(&[ftype, id]);
+            return rb::ivar_set(this, IVAR_BOOLEAN_FIELD.get(), pending.as_raw());
+        }
+        let mut p = Pending::new(output(rb_self));
+        return write_field_header_unchecked(
+            &mut p,
+            this,
+            || compact_type(ruby, ftype),
+            id.as_raw(),
+        );
+    }
     let id_number = checked_i16(ruby, not_nil(ruby, id)?)?;
     if num2int(ftype.as_raw())? == i32::from(ttype::BOOL) {
         // The header waits for write_bool, which packs the value into it.
@@ -202,14 +275,19 @@ fn write_map_begin(
     vtype: Value,
     size: Value,
 ) -> Result<(), Error> {
-    let size = checked_size(ruby, not_nil(ruby, size)?)?;
+    let size = if checked_writes() {
+        checked_size(ruby, not_nil(ruby, size)?)?
+    } else {
+        // Before master a negative size was written as the varint of its 32 bits.
+        num2int(size.as_raw())?
+    };
     let mut p = Pending::new(output(rb_self));
     if size == 0 {
         p.write_unit(&[0])?;
         return p.flush();
     }
     // As in the C accelerator (and pure Ruby), the size is on the wire before the types are checked.
-    p.write_varint(size as u64)?;
+    p.write_varint(u64::from(size as u32))?;
     let k = p.check(compact_type(ruby, ktype))?;
     let v = p.check(compact_type(ruby, vtype))?;
     p.write_unit(&[(k << 4) | v])?;
@@ -217,21 +295,32 @@ fn write_map_begin(
 }
 
 fn write_list_begin(ruby: &Ruby, rb_self: Value, etype: Value, size: Value) -> Result<(), Error> {
-    let size = checked_size(ruby, not_nil(ruby, size)?)?;
+    let size = if checked_writes() {
+        checked_size(ruby, not_nil(ruby, size)?)?
+    } else {
+        // Before master a negative size took the short form: (size << 4) | type, one malformed byte.
+        num2int(size.as_raw())?
+    };
     let e = compact_type(ruby, etype)?;
     let mut p = Pending::new(output(rb_self));
     if size <= 14 {
-        p.write_unit(&[((size as u8) << 4) | e])?;
+        p.write_unit(&[(size.wrapping_shl(4) as u8) | e])?;
     } else {
         p.write_unit(&[0xf0 | e])?;
-        p.write_varint(size as u64)?;
+        p.write_varint(u64::from(size as u32))?;
     }
     p.flush()
 }
 
 fn write_bool(ruby: &Ruby, rb_self: Value, b: Value) -> Result<(), Error> {
     let this = rb_self.as_raw();
-    let compact_type = if rb::truthy(b.as_raw()) {
+    // Before master only `true` itself was written as true.
+    let is_true = if thrift().contract.compact_header_codes {
+        rb::truthy(b.as_raw())
+    } else {
+        b.as_raw() == rb::QTRUE
+    };
+    let compact_type = if is_true {
         ctype::BOOLEAN_TRUE
     } else {
         ctype::BOOLEAN_FALSE
@@ -245,6 +334,11 @@ fn write_bool(ruby: &Ruby, rb_self: Value, b: Value) -> Result<(), Error> {
     let field = RArray::try_convert(unsafe { rb::value(field) })?.as_raw();
     // SAFETY: `field` is an Array; its element is held by it.
     let id_value = unsafe { rb::ary_entry(field, 1) };
+    if !checked_writes() {
+        let mut p = Pending::new(output(rb_self));
+        write_field_header_unchecked(&mut p, this, || Ok(compact_type), id_value)?;
+        return set_ivar(this, &BOOLEAN_FIELD, IVAR_BOOLEAN_FIELD.get(), rb::QNIL);
+    }
     // SAFETY: an element of `field`, which is on this stack.
     let id = checked_i16(ruby, not_nil(ruby, unsafe { rb::value(id_value) })?)?;
     let mut p = Pending::new(output(rb_self));
@@ -253,7 +347,12 @@ fn write_bool(ruby: &Ruby, rb_self: Value, b: Value) -> Result<(), Error> {
 }
 
 fn write_byte(ruby: &Ruby, rb_self: Value, v: Value) -> Result<(), Error> {
-    let b = checked_byte(ruby, not_nil(ruby, v)?)?;
+    let v = not_nil(ruby, v)?;
+    let b = if checked_writes() {
+        checked_byte(ruby, v)?
+    } else {
+        num2int(v.as_raw())? as i8
+    };
     output(rb_self).write(&[b as u8])
 }
 
@@ -263,18 +362,32 @@ fn write_varint(rb_self: Value, n: u64) -> Result<(), Error> {
     p.flush()
 }
 
+/// Before master `write_i16` was `write_i32`: a value beyond 16 bits was written whole.
 fn write_i16(ruby: &Ruby, rb_self: Value, v: Value) -> Result<(), Error> {
+    if !checked_writes() {
+        return write_i32(ruby, rb_self, v);
+    }
     let n = checked_i16(ruby, not_nil(ruby, v)?)?;
     write_varint(rb_self, zigzag32(n.into()).into())
 }
 
 fn write_i32(ruby: &Ruby, rb_self: Value, v: Value) -> Result<(), Error> {
-    let n = checked_i32(ruby, not_nil(ruby, v)?)?;
+    let v = not_nil(ruby, v)?;
+    let n = if checked_writes() {
+        checked_i32(ruby, v)?
+    } else {
+        num2int(v.as_raw())?
+    };
     write_varint(rb_self, zigzag32(n).into())
 }
 
 fn write_i64(ruby: &Ruby, rb_self: Value, v: Value) -> Result<(), Error> {
-    let n = checked_i64(ruby, not_nil(ruby, v)?)?;
+    let v = not_nil(ruby, v)?;
+    let n = if checked_writes() {
+        checked_i64(ruby, v)?
+    } else {
+        rb::num2ll(v.as_raw())?
+    };
     write_varint(rb_self, zigzag64(n))
 }
 
@@ -319,7 +432,13 @@ fn read_message_begin(ruby: &Ruby, rb_self: Value) -> Result<RArray, Error> {
     let this = rb_self.as_raw();
     reset_message_size_if_asked(this)?;
     let c = thrift().compact;
-    let bad_version = thrift().codes.bad_version;
+    // Before master: type -1, and the old C accelerator's version message (its arguments swapped).
+    let typed = thrift().contract.compact_header_codes;
+    let bad_version = if typed {
+        thrift().codes.bad_version
+    } else {
+        -1
+    };
     let mut input = input(rb_self);
     let protocol_id = input.read_byte(ruby)?;
     if i64::from(protocol_id) != c.protocol_id {
@@ -332,7 +451,11 @@ fn read_message_begin(ruby: &Ruby, rb_self: Value) -> Result<RArray, Error> {
     let version_and_type = i64::from(input.read_byte(ruby)?);
     let version = version_and_type & c.version_mask;
     if version != c.version {
-        let message = format!("Expected version {} but got {version}", c.version);
+        let message = if typed {
+            format!("Expected version {} but got {version}", c.version)
+        } else {
+            format!("Expected version id {version} but got {}", c.version)
+        };
         return Err(errors::protocol(bad_version, &message));
     }
     let mtype = (version_and_type >> c.type_shift_amount) & c.type_bits;
@@ -378,13 +501,46 @@ fn read_field_begin(ruby: &Ruby, rb_self: Value) -> Result<RArray, Error> {
 }
 
 fn read_map_begin(ruby: &Ruby, rb_self: Value) -> Result<RArray, Error> {
+    if !thrift().contract.container_size_limit {
+        return read_map_begin_unlimited(ruby, rb_self);
+    }
     let h = compact::read_map_header(&mut Wire::new(ruby, &mut input(rb_self)))?;
     Ok(ruby.ary_new_from_values(&[int(h.key.into()), int(h.value.into()), int(h.size as i64)]))
 }
 
 fn read_list_begin(ruby: &Ruby, rb_self: Value) -> Result<RArray, Error> {
+    if !thrift().contract.container_size_limit {
+        return read_list_begin_unlimited(ruby, rb_self);
+    }
     let h = compact::read_list_header(&mut Wire::new(ruby, &mut input(rb_self)))?;
     Ok(ruby.ary_new_from_values(&[int(h.element.into()), int(h.size as i64)]))
+}
+
+// Before master a size beyond INT32_MAX came back as the negative int32 of its bits (the whole-struct decoder
+// still refuses it).
+
+fn read_map_begin_unlimited(ruby: &Ruby, rb_self: Value) -> Result<RArray, Error> {
+    let mut input = input(rb_self);
+    let size = read_varint32(ruby, &mut input)? as i32;
+    let types = if size == 0 {
+        0
+    } else {
+        input.read_byte(ruby)? as u8
+    };
+    let key = thrift_type(ruby, types >> 4)?;
+    let value = thrift_type(ruby, types & 0x0f)?;
+    Ok(ruby.ary_new_from_values(&[key, value, int(size.into())]))
+}
+
+fn read_list_begin_unlimited(ruby: &Ruby, rb_self: Value) -> Result<RArray, Error> {
+    let mut input = input(rb_self);
+    let byte = input.read_byte(ruby)? as u8;
+    let mut size = i32::from(byte >> 4);
+    if size == 15 {
+        size = read_varint32(ruby, &mut input)? as i32;
+    }
+    let element = thrift_type(ruby, byte & 0x0f)?;
+    Ok(ruby.ary_new_from_values(&[element, int(size.into())]))
 }
 
 fn read_bool(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {

@@ -68,6 +68,12 @@ pub fn from_core(ruby: &Ruby, error: CoreError) -> Error {
     match error {
         CoreError::Eof { .. } => eof(ruby),
         CoreError::NegativeSize => negative_size(),
+        CoreError::UnknownCompactType(t) if !thrift().contract.compact_unknown_type_errors => {
+            Error::new(
+                ruby.exception_standard_error(),
+                format!("don't know what type: {t}"),
+            )
+        }
         CoreError::InvalidUuid
         | CoreError::VarintTooLong32
         | CoreError::VarintOverflow32
@@ -75,6 +81,9 @@ pub fn from_core(ruby: &Ruby, error: CoreError) -> Error {
         | CoreError::UnknownCompactType(_) => {
             protocol(thrift().codes.invalid_data, &error.to_string())
         }
+        // Before thrift master a compact container size beyond INT32_MAX was the negative int32 of its bits (as
+        // `read_list_begin` answers there); a whole-struct decode refuses it as the negative size it then is.
+        CoreError::ContainerSizeLimit if !thrift().contract.container_size_limit => negative_size(),
         CoreError::ContainerSizeLimit | CoreError::BinarySizeLimit => {
             protocol(thrift().codes.size_limit, &error.to_string())
         }

@@ -65,11 +65,19 @@ fn define_everything(ruby: &Ruby, namespace: RModule) -> Result<(), Error> {
         ruby.to_symbol("transport_negative_size"),
         found.transport_negative_size,
     )?;
-    features.aset(
-        ruby.to_symbol("checked_binary_writes"),
-        found.contract.checked_binary_writes,
-    )?;
-    features.aset(ruby.to_symbol("typed_errors"), found.contract.typed_errors)?;
+    let c = &found.contract;
+    for (name, value) in [
+        ("checked_binary_writes", c.checked_binary_writes),
+        ("typed_errors", c.typed_errors),
+        ("checked_compact_writes", c.checked_compact_writes),
+        ("compact_unknown_type_errors", c.compact_unknown_type_errors),
+        ("compact_header_codes", c.compact_header_codes),
+        ("container_size_limit", c.container_size_limit),
+        ("memory_buffer_fixes", c.memory_buffer_fixes),
+        ("memory_buffer_read_all", c.memory_buffer_read_all),
+    ] {
+        features.aset(ruby.to_symbol(name), value)?;
+    }
     features.freeze();
     namespace.const_set("THRIFT_FEATURES", features)?;
     registry::start(ruby, namespace)?;

@@ -1,6 +1,10 @@
 //! `Thrift::MemoryBufferTransport`: native `write`, `read`, `read_all`, `read_byte`, `read_into_buffer`, and the
 //! direct buffer access that the protocols' fast path uses.
 //!
+//! Where the loaded thrift's C accelerator predates master's fixes ([`crate::thrift::Contract`]): `read_byte` is
+//! signed, a failed `read_into_buffer` consumes nothing, and `read_all` consumes what remains before EOFError (as
+//! BaseTransport#read_all over the C `read` did).
+//!
 //! The state stays in the Ruby ivars `@buf` (a BINARY String) and `@index` (an Integer), because the Ruby methods
 //! that remain (`available`, `peek`, `reset_buffer`, `initialize`) read and write them.
 
@@ -146,12 +150,15 @@ impl MemoryBuffer {
         Ok(())
     }
 
-    /// `read_into_buffer` semantics: on a short buffer the remaining bytes are consumed, then EOFError.
+    /// `read_into_buffer` semantics: on a short buffer the remaining bytes are consumed (before thrift master:
+    /// nothing is), then EOFError.
     #[inline(always)]
     pub fn read_array<const N: usize>(&mut self, ruby: &Ruby) -> Result<[u8; N], Error> {
         if self.available() < N {
-            self.index = self.len;
-            self.store_index()?;
+            if thrift().contract.memory_buffer_fixes {
+                self.index = self.len;
+                self.store_index()?;
+            }
             return Err(errors::eof(ruby));
         }
         let mut out = [0u8; N];
@@ -207,13 +214,15 @@ impl MemoryBuffer {
         Ok(data)
     }
 
-    /// `read_all` semantics: exactly `n` bytes into a new BINARY String, or EOFError with nothing consumed.
+    /// `read_all` semantics: exactly `n` bytes into a new BINARY String, or EOFError with nothing consumed (before
+    /// thrift 0.24: with what remained consumed).
     #[inline(always)]
     pub fn read_all(&mut self, ruby: &Ruby, n: usize) -> Result<VALUE, Error> {
         self.read_with(ruby, n, rb::binary_string)
     }
 
-    /// Consumes exactly `n` bytes, handing them to `make`, or EOFError with nothing consumed. `make` may allocate
+    /// Consumes exactly `n` bytes, handing them to `make`, or EOFError with nothing consumed (before thrift 0.24,
+    /// whose `read_all` was BaseTransport's over the C `read`: with what remained consumed). `make` may allocate
     /// (a String of those bytes) but must run no Ruby code: the slice points into `@buf`, which this buffer holds on
     /// the stack meanwhile (see `rb::str_bytes`).
     #[inline(always)]
@@ -224,6 +233,9 @@ impl MemoryBuffer {
         make: impl FnOnce(&[u8]) -> R,
     ) -> Result<R, Error> {
         if n > self.available() {
+            if !thrift().contract.memory_buffer_read_all {
+                self.advance(self.available())?;
+            }
             return Err(errors::eof(ruby));
         }
         let value = make(&self.bytes()[self.index..self.index + n]);
@@ -259,6 +271,11 @@ fn read(ruby: &Ruby, rb_self: Value, length: Value) -> Result<Value, Error> {
 
 fn read_all(ruby: &Ruby, rb_self: Value, size: Value) -> Result<Value, Error> {
     let size = rb::to_i64(size.as_raw())?;
+    if size <= 0 && !thrift().contract.memory_buffer_read_all {
+        // BaseTransport#read_all before thrift 0.24: an empty BINARY String.
+        // SAFETY: a String just made, returned at once.
+        return Ok(unsafe { rb::value(rb::binary_string(&[])) });
+    }
     if size < 0 {
         return Err(errors::transport_negative_size());
     }
@@ -269,8 +286,14 @@ fn read_all(ruby: &Ruby, rb_self: Value, size: Value) -> Result<Value, Error> {
     Ok(unsafe { rb::value(data) })
 }
 
-fn read_byte(ruby: &Ruby, rb_self: Value) -> Result<u8, Error> {
-    MemoryBuffer::of(rb_self.as_raw())?.read_byte(ruby)
+/// Unsigned; before thrift master the C accelerator returned the byte as a signed char.
+fn read_byte(ruby: &Ruby, rb_self: Value) -> Result<i64, Error> {
+    let b = MemoryBuffer::of(rb_self.as_raw())?.read_byte(ruby)?;
+    Ok(if thrift().contract.memory_buffer_fixes {
+        b.into()
+    } else {
+        (b as i8).into()
+    })
 }
 
 fn read_into_buffer(ruby: &Ruby, rb_self: Value, buffer: Value, size: Value) -> Result<i64, Error> {
@@ -307,10 +330,12 @@ fn read_into_buffer(ruby: &Ruby, rb_self: Value, buffer: Value, size: Value) -> 
     }
     if copied < size {
         // As the C loop, which checks the input before the buffer at each byte: the bytes copied so far stay
-        // consumed, with no compaction.
+        // consumed, with no compaction (before thrift master: not consumed).
         let avail = mb.available();
-        mb.index += copied;
-        mb.store_index()?;
+        if thrift().contract.memory_buffer_fixes {
+            mb.index += copied;
+            mb.store_index()?;
+        }
         return Err(if avail <= capacity {
             errors::eof(ruby)
         } else {

@@ -89,6 +89,30 @@ pub struct Contract {
     /// and BinaryProtocolAccelerated's version errors carry BAD_VERSION. Before, RuntimeError, and type 0 (the old C
     /// accelerator never set its BAD_VERSION).
     pub typed_errors: bool,
+    /// thrift master (`CompactProtocol::I16_MAX` came with it, THRIFT-6139): CompactProtocol's integer arguments are
+    /// range-checked, sizes too, and a field type is checked before `@last_field` is popped. Before, NUM2INT/NUM2LL
+    /// (an i16 written as the i32 it is, a byte's low 8 bits, a negative size as it is).
+    pub checked_compact_writes: bool,
+    /// thrift master (the pure `CompactTypes.get_ttype` raises ProtocolException for an unknown type, THRIFT-6126):
+    /// an unknown compact type is ProtocolException(INVALID_DATA, "Unknown compact type: N"). Before, StandardError
+    /// "don't know what type: N".
+    pub compact_unknown_type_errors: bool,
+    /// thrift master (the pure `read_message_begin`'s header errors carry BAD_VERSION, THRIFT-6102): CompactProtocol's
+    /// header errors are BAD_VERSION with "Expected version 1 but got N". Before, type -1 and the old C
+    /// accelerator's swapped "Expected version id N but got 1". `write_bool` testing truthiness (THRIFT-6101, the same
+    /// batch, with no pure-Ruby trace of its own) follows this too; before, only `true` was written as true.
+    pub compact_header_codes: bool,
+    /// thrift master (`BaseProtocol::MAX_CONTAINER_SIZE`, THRIFT-6136): a compact list, set or map size beyond
+    /// INT32_MAX is ProtocolException(SIZE_LIMIT). Before, `read_*_begin` returned it as a negative int32.
+    pub container_size_limit: bool,
+    /// thrift master (the pure `MemoryBufferTransport#read(-1)` raises TransportException, THRIFT-6099, the batch of
+    /// THRIFT-6103 and 6105 that left no pure-Ruby trace): MemoryBufferTransport#read_byte is unsigned and
+    /// `read_into_buffer` keeps the bytes it consumed before EOFError. Before, a signed byte, and nothing consumed.
+    pub memory_buffer_fixes: bool,
+    /// thrift 0.24 on (`TransportException::NEGATIVE_SIZE`, THRIFT-6025): MemoryBufferTransport has its own
+    /// `read_all`, which consumes nothing when too few bytes remain. Before, BaseTransport#read_all over the C
+    /// accelerator's `read`, which consumed what remained before EOFError.
+    pub memory_buffer_read_all: bool,
 }
 
 /// thrift master's THeader classes and what their native methods need.
@@ -145,6 +169,20 @@ fn optional_integer(
     }
 }
 
+/// The marker of thrift master's batch of CompactProtocol and MemoryBufferTransport fixes (THRIFT-6099 to 6139), for
+/// a probe whose method another accelerator, loaded before this one, has already replaced: calling that one could
+/// crash (thrift 0.14's C `MemoryBufferTransport#read(-1)` does).
+const BATCH_MARKER: &str = "Thrift::CompactProtocol.const_defined?(:I16_MAX, false)";
+
+/// Whether the loaded library's own Ruby `code` answers true (`#{BATCH_MARKER}` in it stands for that marker). It
+/// runs on fresh objects before this extension replaces any method; anything it raises (a library too different to
+/// answer) counts as false, the older behaviour.
+fn behaves(ruby: &Ruby, code: &str) -> bool {
+    let code = code.replace("#{BATCH_MARKER}", BATCH_MARKER);
+    let guarded = format!("begin\n{code}\nrescue StandardError, NotImplementedError\nfalse\nend");
+    ruby.eval::<bool>(&guarded).unwrap_or(false)
+}
+
 fn pinned(v: impl ReprValue) -> VALUE {
     let raw = v.as_value().as_raw();
     rb::pin_forever(raw);
@@ -183,7 +221,7 @@ pub fn probe(ruby: &Ruby) -> Result<&'static Thrift, Error> {
         "DEFAULT_RECURSION_DEPTH",
         FALLBACK_RECURSION_DEPTH,
     )?;
-    let (transport_negative_size, _) = optional_integer(
+    let (transport_negative_size, has_transport_negative_size) = optional_integer(
         ruby,
         transport_exception,
         "NEGATIVE_SIZE",
@@ -208,6 +246,32 @@ pub fn probe(ruby: &Ruby) -> Result<&'static Thrift, Error> {
     let contract = Contract {
         checked_binary_writes: defined(binary_protocol, "BYTE_MAX")?,
         typed_errors: has_uuid_type,
+        checked_compact_writes: defined(compact_protocol, "I16_MAX")?,
+        compact_unknown_type_errors: behaves(
+            ruby,
+            "begin; Thrift::CompactProtocol::CompactTypes.get_ttype(14); false
+             rescue Thrift::ProtocolException; true; end",
+        ),
+        compact_header_codes: behaves(
+            ruby,
+            "if Thrift::CompactProtocol.instance_method(:read_message_begin).source_location.nil?
+               #{BATCH_MARKER}
+             else
+               begin; Thrift::CompactProtocol.new(Thrift::MemoryBufferTransport.new(\"\\0\")).read_message_begin; false
+               rescue Thrift::ProtocolException => e; e.type == Thrift::ProtocolException::BAD_VERSION; end
+             end",
+        ),
+        container_size_limit: defined(module.const_get("BaseProtocol")?, "MAX_CONTAINER_SIZE")?,
+        memory_buffer_fixes: behaves(
+            ruby,
+            "if Thrift::MemoryBufferTransport.instance_method(:read).source_location.nil?
+               #{BATCH_MARKER}
+             else
+               begin; Thrift::MemoryBufferTransport.new(\"x\").read(-1); false
+               rescue Thrift::TransportException; true; end
+             end",
+        ),
+        memory_buffer_read_all: has_transport_negative_size,
     };
 
     let found = Thrift {

@@ -254,6 +254,26 @@ pub fn read_field_header<I: WireInput>(
     input: &mut I,
     last_field: &mut i64,
 ) -> Result<CompactField, I::Error> {
+    read_field_header_in(input, last_field, true)
+}
+
+/// The Thrift type of a compact type for a thrift that may not know UUID (`uuid` false: before thrift 0.23, whose
+/// C accelerator took compact type 13 for an unknown one).
+#[inline(always)]
+pub fn thrift_type_in(c: u8, uuid: bool) -> Result<u8, CoreError> {
+    if c == ctype::UUID && !uuid {
+        return Err(CoreError::UnknownCompactType(c.into()));
+    }
+    thrift_type_of(c)
+}
+
+/// [`read_field_header`] for a thrift that may not know UUID (see [`thrift_type_in`]).
+#[inline(always)]
+pub fn read_field_header_in<I: WireInput>(
+    input: &mut I,
+    last_field: &mut i64,
+    uuid: bool,
+) -> Result<CompactField, I::Error> {
     let byte = input.read_byte()?;
     let compact_type = byte & 0x0f;
     if compact_type == ctype::STOP {
@@ -274,7 +294,7 @@ pub fn read_field_header<I: WireInput>(
         ctype::BOOLEAN_FALSE => Some(false),
         _ => None,
     };
-    let ttype = thrift_type_of(compact_type).map_err(|e| input.error(e))?;
+    let ttype = thrift_type_in(compact_type, uuid).map_err(|e| input.error(e))?;
     Ok(CompactField {
         header: FieldHeader {
             ttype: ttype as i8,
@@ -287,10 +307,16 @@ pub fn read_field_header<I: WireInput>(
 /// A map header: the size, then (unless it is 0) one byte with the key and value compact types.
 #[inline(always)]
 pub fn read_map_header<I: WireInput>(input: &mut I) -> Result<MapHeader, I::Error> {
+    read_map_header_in(input, true)
+}
+
+/// [`read_map_header`] for a thrift that may not know UUID (see [`thrift_type_in`]).
+#[inline(always)]
+pub fn read_map_header_in<I: WireInput>(input: &mut I, uuid: bool) -> Result<MapHeader, I::Error> {
     let size = read_size(input, CoreError::ContainerSizeLimit)?;
     let types = if size == 0 { 0 } else { input.read_byte()? };
-    let key = thrift_type_of(types >> 4).map_err(|e| input.error(e))?;
-    let value = thrift_type_of(types & 0x0f).map_err(|e| input.error(e))?;
+    let key = thrift_type_in(types >> 4, uuid).map_err(|e| input.error(e))?;
+    let value = thrift_type_in(types & 0x0f, uuid).map_err(|e| input.error(e))?;
     Ok(MapHeader {
         key: key as i8,
         value: value as i8,
@@ -301,12 +327,21 @@ pub fn read_map_header<I: WireInput>(input: &mut I) -> Result<MapHeader, I::Erro
 /// A list or set header: one byte with the size (15: a varint follows) and the element's compact type.
 #[inline(always)]
 pub fn read_list_header<I: WireInput>(input: &mut I) -> Result<ListHeader, I::Error> {
+    read_list_header_in(input, true)
+}
+
+/// [`read_list_header`] for a thrift that may not know UUID (see [`thrift_type_in`]).
+#[inline(always)]
+pub fn read_list_header_in<I: WireInput>(
+    input: &mut I,
+    uuid: bool,
+) -> Result<ListHeader, I::Error> {
     let byte = input.read_byte()?;
     let mut size = usize::from(byte >> 4);
     if size == 15 {
         size = read_size(input, CoreError::ContainerSizeLimit)?;
     }
-    let element = thrift_type_of(byte & 0x0f).map_err(|e| input.error(e))?;
+    let element = thrift_type_in(byte & 0x0f, uuid).map_err(|e| input.error(e))?;
     Ok(ListHeader {
         element: element as i8,
         size,
@@ -506,6 +541,36 @@ mod tests {
         let f = read_field_header(&mut r, &mut last).unwrap();
         assert_eq!(f.header, FieldHeader { ttype: 2, id: -1 });
         assert_eq!(f.bool_value, Some(false));
+    }
+
+    #[test]
+    fn compact_type_13_is_uuid_only_for_a_thrift_with_uuid() {
+        let mut last = 0;
+        let f = read_field_header_in(&mut bytes(&[0x1d]), &mut last, true).unwrap();
+        assert_eq!(f.header, FieldHeader { ttype: 16, id: 1 });
+        assert_eq!(
+            read_field_header_in(&mut bytes(&[0x1d]), &mut last, false),
+            Err(CoreError::UnknownCompactType(13))
+        );
+        assert_eq!(last, 2, "the id is taken before the type is checked");
+        assert_eq!(
+            read_list_header_in(&mut bytes(&[0x1d]), true).map(|h| h.element),
+            Ok(16)
+        );
+        assert_eq!(
+            read_list_header_in(&mut bytes(&[0x1d]), false),
+            Err(CoreError::UnknownCompactType(13))
+        );
+        // The key type is looked up first.
+        assert_eq!(
+            read_map_header_in(&mut bytes(&[0x01, 0xde]), false),
+            Err(CoreError::UnknownCompactType(13))
+        );
+        assert_eq!(
+            read_map_header_in(&mut bytes(&[0x01, 0xde]), true),
+            Err(CoreError::UnknownCompactType(14))
+        );
+        assert_eq!(thrift_type_in(ctype::I32, false), Ok(ttype::I32));
     }
 
     #[test]

@@ -166,14 +166,24 @@ fn read(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<(), Error> {
             fast!(HeaderBuffer, BinaryIn::new, trans, encoder);
         }
         Fast::Compact { trans, encoder } => {
-            fast!(MemoryBuffer, CompactIn::new, trans, encoder);
-            fast!(LayeredBuffer, CompactIn::new, trans, encoder);
-            fast!(HeaderBuffer, CompactIn::new, trans, encoder);
+            fast!(MemoryBuffer, compact_in, trans, encoder);
+            fast!(LayeredBuffer, compact_in, trans, encoder);
+            fast!(HeaderBuffer, compact_in, trans, encoder);
         }
         Fast::No => {}
     }
     let mut src = DispatchSource::new(protocol);
     read_struct(&mut src, b, target, &plan.def, depth).map(drop)
+}
+
+/// The compact decoder for the loaded thrift: before 0.23 compact type 13 is not UUID but an unknown type, as that
+/// version's C accelerator reads it.
+fn compact_in<H>(host: H) -> CompactIn<H> {
+    if thrift().has_uuid_type {
+        CompactIn::new(host)
+    } else {
+        CompactIn::without_uuid(host)
+    }
 }
 
 fn write_with<S>(

@@ -6,8 +6,8 @@ use super::read::{bytes_value, Host, Source, Values};
 use super::write::Encoder;
 use super::{FieldBegin, ListBegin, MapBegin, Primitive, Scalar, Sequence};
 use crate::compact::{
-    self, compact_type_of, ctype, read_field_header, read_list_header, read_map_header, read_size,
-    zigzag32, zigzag64, Varint,
+    self, compact_type_of, ctype, read_field_header_in, read_list_header_in, read_map_header_in,
+    read_size, zigzag32, zigzag64, Varint,
 };
 use crate::{ttype, CoreError};
 
@@ -17,6 +17,8 @@ pub struct CompactIn<H> {
     pub host: H,
     /// The id of the previous field of the struct being read.
     last_field: i64,
+    /// Whether compact type 13 is UUID (thrift 0.23 on) or an unknown type (before).
+    uuid: bool,
 }
 
 impl<H> CompactIn<H> {
@@ -24,6 +26,15 @@ impl<H> CompactIn<H> {
         CompactIn {
             host,
             last_field: 0,
+            uuid: true,
+        }
+    }
+
+    /// For a thrift before 0.23, which has no UUID: compact type 13 is an unknown type.
+    pub fn without_uuid(host: H) -> Self {
+        CompactIn {
+            uuid: false,
+            ..CompactIn::new(host)
         }
     }
 }
@@ -46,7 +57,7 @@ impl<H: Host, V: Values<Error = H::Error>> Source<V> for CompactIn<H> {
 
     #[inline(always)]
     fn field_begin(&mut self) -> Result<FieldBegin, H::Error> {
-        let f = read_field_header(&mut self.host, &mut self.last_field)?;
+        let f = read_field_header_in(&mut self.host, &mut self.last_field, self.uuid)?;
         if let Some(b) = f.bool_value {
             self.host.put_bool(b)?;
         }
@@ -55,12 +66,12 @@ impl<H: Host, V: Values<Error = H::Error>> Source<V> for CompactIn<H> {
 
     #[inline(always)]
     fn map_begin(&mut self) -> Result<MapBegin, H::Error> {
-        read_map_header(&mut self.host).map(MapBegin::from)
+        read_map_header_in(&mut self.host, self.uuid).map(MapBegin::from)
     }
 
     #[inline(always)]
     fn list_begin(&mut self, _seq: Sequence) -> Result<ListBegin, H::Error> {
-        read_list_header(&mut self.host).map(ListBegin::from)
+        read_list_header_in(&mut self.host, self.uuid).map(ListBegin::from)
     }
 
     #[inline(always)]

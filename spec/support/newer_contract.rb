@@ -1,0 +1,35 @@
+# frozen_string_literal: true
+
+# `ruby -r spec/support/newer_contract.rb`: thrift master's contract whatever the thrift on the load path. Loads that
+# thrift's Ruby library with no accelerator, gives it the traces of master's library that thrift_native's load-time
+# probes look at (thrift.rs, Contract: constants that came with each change, and the pure-Ruby behaviours of the
+# methods it has not replaced yet), then loads thrift_native. spec/integration/contract_spec.rb runs the unit specs
+# so, making both sides of every version-dependent example run on any thrift.
+$LOADED_FEATURES << "thrift_native.so" # thrift.rb's own `require "thrift_native"`: nothing yet
+require "thrift"
+$LOADED_FEATURES.delete("thrift_native.so")
+
+module Thrift
+  { BinaryProtocol => { BYTE_MAX: 127 }, Types => { UUID: 16 }, CompactProtocol => { I16_MAX: 32_767 },
+    BaseProtocol => { MAX_CONTAINER_SIZE: 2**31 - 1 }, TransportException => { NEGATIVE_SIZE: 5 } }.each do |scope, constants|
+    constants.each { |name, value| scope.const_set(name, value) unless scope.const_defined?(name, false) }
+  end
+
+  # master's pure Ruby raises these (THRIFT-6126, 6102, 6099); thrift_native replaces the last two methods.
+  compact_types = CompactProtocol::CompactTypes
+  get_ttype = compact_types.method(:get_ttype)
+  compact_types.define_singleton_method(:get_ttype) do |compact_type|
+    get_ttype.call(compact_type)
+  rescue RuntimeError
+    raise ProtocolException.new(ProtocolException::INVALID_DATA, "Unknown compact type: #{compact_type & 0x0f}")
+  end
+  CompactProtocol.define_method(:read_message_begin) do
+    raise ProtocolException.new(ProtocolException::BAD_VERSION, "Expected protocol id")
+  end
+  MemoryBufferTransport.define_method(:read) do |_len|
+    raise TransportException.new(TransportException::NEGATIVE_SIZE, "Negative size")
+  end
+end
+
+require File.expand_path("../../lib/thrift_native", __dir__)
+abort "newer_contract.rb: thrift master's contract did not take" unless ThriftNative::THRIFT_FEATURES.except(:uuid_type, :default_recursion_depth, :transport_negative_size).values.all?
