@@ -17,8 +17,23 @@ unless defined?(::Thrift::MemoryBufferTransport) && defined?(::Thrift::Union)
   end
 end
 
+require "rbconfig"
 require_relative "thrift_native/version"
-require_relative "thrift_native/thrift_native"
+# The precompiled platform gem holds one extension per Ruby minor version (lib/thrift_native/3.1/, 3.3/, each built
+# against that Ruby); the source gem and a work tree hold one built for the running Ruby in lib/thrift_native/.
+precompiled = Dir[File.join(__dir__, "thrift_native", "*", "thrift_native.#{RbConfig::CONFIG["DLEXT"]}")]
+if precompiled.empty?
+  require_relative "thrift_native/thrift_native"
+else
+  ruby = RUBY_VERSION[/\A\d+\.\d+/]
+  ours = precompiled.find { |path| File.basename(File.dirname(path)) == ruby }
+  unless ours
+    built = precompiled.map { |path| File.basename(File.dirname(path)) }.sort.join(", ")
+    raise LoadError, "this precompiled thrift_native holds extensions for Ruby #{built}, not #{ruby}: " \
+                     "install the source gem (gem install thrift_native --platform ruby), which builds with cargo"
+  end
+  require ours
+end
 require_relative "thrift_native/gzip_writer"
 
 module ThriftNative

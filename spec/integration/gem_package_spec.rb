@@ -2,6 +2,7 @@
 
 require "open3"
 require "tmpdir"
+require "fileutils"
 
 # Builds the gem, installs it offline into a scratch GEM_HOME (which compiles the extension with cargo, as
 # `gem install` does for a user) and loads it from there. Slow (a release build): about a minute.
@@ -42,6 +43,31 @@ RSpec.describe "The packaged gem" do
       out, err, ok = ChildRuby.capture("-e", code, env: env, chdir: dir)
       expect([ok, err]).to eq([true, ""])
       expect(out).to eq("[true, #{ThriftNative::VERSION.inspect}, [true]]\n")
+    end
+  end
+
+  # The precompiled platform gem's layout (bin/matrix native-gem builds and installs the real one): one extension per
+  # Ruby in lib/thrift_native/<ruby>/, the running Ruby's loaded, a clear LoadError on another Ruby.
+  it "loads the running Ruby's extension from lib/thrift_native/<ruby>/, and names the source gem on another Ruby" do
+    Dir.mktmpdir("thrift_native_platform") do |dir|
+      lib = File.join(dir, "lib")
+      FileUtils.mkdir_p(File.join(lib, "thrift_native"))
+      FileUtils.cp(File.join(root, "lib", "thrift_native.rb"), lib)
+      Dir[File.join(root, "lib", "thrift_native", "*.rb")].each { |f| FileUtils.cp(f, File.join(lib, "thrift_native")) }
+      ruby = RUBY_VERSION[/\A\d+\.\d+/]
+      so = "thrift_native.#{RbConfig::CONFIG["DLEXT"]}"
+      FileUtils.mkdir_p(File.join(lib, "thrift_native", ruby))
+      FileUtils.cp(File.join(root, "lib", "thrift_native", so), File.join(lib, "thrift_native", ruby, so))
+      code = 'begin; require "thrift_native"; p [ThriftNative.active?, $LOADED_FEATURES.grep(%r{/thrift_native/[\d.]+/thrift_native\.so\z}).size]; ' \
+             "rescue LoadError => e; puts e.message; end"
+      expect(ChildRuby.capture("-I", lib, "-e", code)).to eq(["[true, 1]\n", "", true])
+      FileUtils.mv(File.join(lib, "thrift_native", ruby), File.join(lib, "thrift_native", "9.9"))
+      FileUtils.mkdir_p(File.join(lib, "thrift_native", "9.8"))
+      FileUtils.cp(File.join(lib, "thrift_native", "9.9", so), File.join(lib, "thrift_native", "9.8", so))
+      expect(ChildRuby.capture("-I", lib, "-e", code)).to eq(
+        ["this precompiled thrift_native holds extensions for Ruby 9.8, 9.9, not #{ruby}: install the source gem " \
+         "(gem install thrift_native --platform ruby), which builds with cargo\n", "", true]
+      )
     end
   end
 end
