@@ -5,8 +5,8 @@
 //! Reads from a plain MemoryBufferTransport decode whole varints straight from its buffer; any other transport is
 //! called exactly as the C accelerator calls it (`read_byte` per varint byte, one `write` per byte written).
 //!
-//! Where the loaded thrift's C accelerator predates master's checks ([`crate::thrift::Contract`]), the `unchecked_*`
-//! paths do as it did: NUM2INT/NUM2LL conversions, the i16 written as the i32 it is, negative sizes written as they
+//! Where the loaded thrift's C accelerator predates master's checks ([`crate::thrift::Contract`]), the unchecked
+//! and unlimited paths do as it did: NUM2INT/NUM2LL conversions, the i16 written as the i32 it is, negative sizes written as they
 //! are, the field type looked up after `@last_field` was popped.
 
 use magnus::prelude::*;

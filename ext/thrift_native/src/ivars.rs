@@ -224,6 +224,9 @@ mod ruby_3_3 {
         #[inline(always)]
         pub(super) fn slot(&self, obj: VALUE) -> Option<*mut VALUE> {
             let learned = self.shaped.load(Ordering::Relaxed);
+            if learned == UNLEARNED {
+                return None;
+            }
             let flags = object_flags(obj)?;
             if flags >> SHAPE_FLAG_SHIFT != learned >> 32 {
                 return None;
