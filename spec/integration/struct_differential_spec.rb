@@ -14,7 +14,7 @@ RSpec.describe "Struct read/write, differentially" do
       let(:protocol) { protocol_name }
 
     # Pure Ruby too, where the loaded thrift's pure-Ruby structs work on this Ruby.
-    let(:references) { StructRuns.pure_structs_work? ? %w[pure c] : %w[c] }
+    let(:references) { Accelerator.pure_structs_work? ? %w[pure c] : %w[c] }
 
     it "encodes random instances to identical bytes" do
       bytes = (references + %w[ours]).to_h { |a| [a, runner(a, "write", 2024, 40)] }

@@ -14,6 +14,4 @@ module StructRuns
     env = { "PROTOCOL" => protocol, "DISPATCH" => (dispatch ? "1" : nil), "TRANSPORT" => transport }
     ChildRuby.marshal(SCRIPT, accelerator, *args, input: input, env: env)
   end
-
-  def pure_structs_work? = Accelerator.pure_structs_work?
 end

@@ -21,7 +21,7 @@ use thrift_native_core::{ttype, CoreError};
 use crate::ivars::IvarSlot;
 use crate::names::{IVAR_BOOLEAN_FIELD, IVAR_BOOL_VALUE, IVAR_LAST_FIELD, IVAR_TRANS};
 use crate::protocol::{
-    checked_byte, checked_i16, checked_i32, checked_i64, checked_size, float_value, not_nil,
+    checked_i16, checked_i32, checked_size, float_value, i64_arg, int_arg, not_nil,
     reset_message_size_if_asked, string_length, uuid_bytes, Pending,
 };
 use crate::rb::num2int;
@@ -348,11 +348,7 @@ fn write_bool(ruby: &Ruby, rb_self: Value, b: Value) -> Result<(), Error> {
 
 fn write_byte(ruby: &Ruby, rb_self: Value, v: Value) -> Result<(), Error> {
     let v = not_nil(ruby, v)?;
-    let b = if checked_writes() {
-        checked_byte(ruby, v)?
-    } else {
-        num2int(v.as_raw())? as i8
-    };
+    let b = int_arg(ruby, v, i8::MIN.into(), i8::MAX.into(), checked_writes())? as i8;
     output(rb_self).write(&[b as u8])
 }
 
@@ -373,21 +369,12 @@ fn write_i16(ruby: &Ruby, rb_self: Value, v: Value) -> Result<(), Error> {
 
 fn write_i32(ruby: &Ruby, rb_self: Value, v: Value) -> Result<(), Error> {
     let v = not_nil(ruby, v)?;
-    let n = if checked_writes() {
-        checked_i32(ruby, v)?
-    } else {
-        num2int(v.as_raw())?
-    };
+    let n = int_arg(ruby, v, i32::MIN.into(), i32::MAX.into(), checked_writes())?;
     write_varint(rb_self, zigzag32(n).into())
 }
 
 fn write_i64(ruby: &Ruby, rb_self: Value, v: Value) -> Result<(), Error> {
-    let v = not_nil(ruby, v)?;
-    let n = if checked_writes() {
-        checked_i64(ruby, v)?
-    } else {
-        rb::num2ll(v.as_raw())?
-    };
+    let n = i64_arg(ruby, not_nil(ruby, v)?, checked_writes())?;
     write_varint(rb_self, zigzag64(n))
 }
 

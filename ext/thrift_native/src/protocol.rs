@@ -49,17 +49,35 @@ pub fn checked_size(ruby: &Ruby, v: Value) -> Result<i32, Error> {
     checked_integer(ruby, v, 0, i32::MAX.into()).map(|n| n as i32)
 }
 
-// ----- BinaryProtocolAccelerated's integer arguments: checked (thrift 0.24 on) or as older C accelerators did -----
+// ----- integer arguments: checked, or as older C accelerators took them -----
 
-/// Before thrift 0.24 the C accelerator converted with NUM2INT (TypeError, or RangeError outside `int`) and wrote
-/// the low bytes; [`crate::thrift::Contract::checked_binary_writes`] tells which the loaded thrift calls for.
+/// An integer argument as the loaded thrift's C accelerator takes it: range-checked when `checked` (TypeError,
+/// RangeError "integer out of bounds"), else converted with NUM2INT (TypeError, or RangeError outside `int`) for
+/// the caller to keep its low bytes. Which one is the [`crate::thrift::Contract`]'s to say, per protocol.
 #[inline(always)]
-fn binary_int(ruby: &Ruby, v: Value, min: i64, max: i64) -> Result<i32, Error> {
-    if thrift().contract.checked_binary_writes {
+pub fn int_arg(ruby: &Ruby, v: Value, min: i64, max: i64, checked: bool) -> Result<i32, Error> {
+    if checked {
         checked_integer(ruby, v, min, max).map(|n| n as i32)
     } else {
         rb::num2int(v.as_raw())
     }
+}
+
+/// As [`int_arg`], 64 bits: NUM2LL when not `checked` (a Float truncated, TypeError for what is not numeric).
+#[inline(always)]
+pub fn i64_arg(ruby: &Ruby, v: Value, checked: bool) -> Result<i64, Error> {
+    if checked {
+        checked_i64(ruby, v)
+    } else {
+        rb::num2ll(v.as_raw())
+    }
+}
+
+// BinaryProtocolAccelerated's: checked from thrift 0.24 on.
+
+#[inline(always)]
+fn binary_int(ruby: &Ruby, v: Value, min: i64, max: i64) -> Result<i32, Error> {
+    int_arg(ruby, v, min, max, thrift().contract.checked_binary_writes)
 }
 
 pub fn binary_byte(ruby: &Ruby, v: Value) -> Result<i8, Error> {
@@ -79,13 +97,8 @@ pub fn binary_size(ruby: &Ruby, v: Value) -> Result<i32, Error> {
     binary_int(ruby, v, 0, i32::MAX.into())
 }
 
-/// NUM2LL before 0.24 (a Float truncated, TypeError for what is not numeric).
 pub fn binary_i64(ruby: &Ruby, v: Value) -> Result<i64, Error> {
-    if thrift().contract.checked_binary_writes {
-        checked_i64(ruby, v)
-    } else {
-        rb::num2ll(v.as_raw())
-    }
+    i64_arg(ruby, v, thrift().contract.checked_binary_writes)
 }
 
 /// A strict message header's first word: VERSION_1 | type, the type range-checked from 0.24 on, before that
