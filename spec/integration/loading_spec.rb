@@ -74,7 +74,12 @@ RSpec.describe "Loading thrift_native" do
       compact_header_codes: Thrift::CompactProtocol.const_defined?(:I16_MAX, false),
       container_size_limit: Thrift::BaseProtocol.const_defined?(:MAX_CONTAINER_SIZE, false),
       memory_buffer_fixes: Thrift::CompactProtocol.const_defined?(:I16_MAX, false),
-      memory_buffer_read_all: Thrift::TransportException.const_defined?(:NEGATIVE_SIZE, false)
+      memory_buffer_read_all: Thrift::TransportException.const_defined?(:NEGATIVE_SIZE, false),
+      negative_sizes_refused: Thrift::TransportException.const_defined?(:NEGATIVE_SIZE, false),
+      varint32_limit: Thrift::CompactProtocol.const_defined?(:MAX_VARINT32_BYTES, false),
+      varint32_overflow_refused: Thrift::CompactProtocol.const_defined?(:MAX_VARINT32_LAST_BYTE, false),
+      reused_structs_reset: Thrift::CompactProtocol.const_defined?(:I16_MAX, false),
+      set_subclass_writes: Thrift::CompactProtocol.const_defined?(:I16_MAX, false)
     )
   end
 

@@ -10,7 +10,7 @@ require "thrift"
 $LOADED_FEATURES.delete("thrift_native.so")
 
 module Thrift
-  { BinaryProtocol => { BYTE_MAX: 127 }, Types => { UUID: 16 }, CompactProtocol => { I16_MAX: 32_767 },
+  { BinaryProtocol => { BYTE_MAX: 127 }, Types => { UUID: 16 }, CompactProtocol => { I16_MAX: 32_767, MAX_VARINT32_BYTES: 5, MAX_VARINT32_LAST_BYTE: 0x0f },
     BaseProtocol => { MAX_CONTAINER_SIZE: 2**31 - 1 }, TransportException => { NEGATIVE_SIZE: 5 } }.each do |scope, constants|
     constants.each { |name, value| scope.const_set(name, value) unless scope.const_defined?(name, false) }
   end
@@ -28,6 +28,13 @@ module Thrift
   end
   MemoryBufferTransport.define_method(:read) do |_len|
     raise TransportException.new(TransportException::NEGATIVE_SIZE, "Negative size")
+  end
+
+  # master's Struct#read clears what an instance holds first (THRIFT-6124).
+  struct_read = Struct.instance_method(:read)
+  Struct.define_method(:read) do |iprot, *rest|
+    struct_fields.each_value { |info| instance_variable_set(:"@#{info[:name]}", nil) }
+    struct_read.bind_call(self, iprot, *rest)
   end
 end
 

@@ -208,7 +208,7 @@ RSpec.describe Thrift::BinaryProtocolAccelerated do
       expect(prot.read_field_begin).to eq([nil, 0, 0])
     end
 
-    it "reads container headers and rejects negative sizes with NEGATIVE_SIZE" do
+    it "reads container headers, and negative sizes as the loaded thrift does (0.24 on: NEGATIVE_SIZE)" do
       feed("\x0B\x08\x00\x00\x00\x02\x0C\x00\x00\x00\x01\x06\x00\x00\x00\x00")
       expect(prot.read_map_begin).to eq([11, 8, 2])
       expect(prot.read_list_begin).to eq([12, 1])
@@ -216,9 +216,15 @@ RSpec.describe Thrift::BinaryProtocolAccelerated do
       %i[read_map_begin read_list_begin read_set_begin read_binary read_string].each do |m|
         trans.reset_buffer(m == :read_map_begin ? "\x01\x01\xFF\xFF\xFF\xFF".b : "\x01\xFF\xFF\xFF\xFF".b)
         trans.read_byte unless %i[read_map_begin read_list_begin read_set_begin].include?(m)
-        expect { prot.public_send(m) }.to raise_error(Thrift::ProtocolException, "Negative size") { |e|
-          expect(e.type).to eq(Thrift::ProtocolException::NEGATIVE_SIZE)
-        }
+        if SpecSupport.newer?(:negative_sizes_refused)
+          expect { prot.public_send(m) }.to raise_error(Thrift::ProtocolException, "Negative size") { |e|
+            expect(e.type).to eq(Thrift::ProtocolException::NEGATIVE_SIZE)
+          }
+        else
+          # As they are; a byte string's negative length was asked of `read_all`, which answered "".
+          expected = { read_map_begin: [1, 1, -1], read_list_begin: [1, -1], read_set_begin: [1, -1] }.fetch(m, "")
+          expect(prot.public_send(m)).to eq(expected)
+        end
       end
     end
 

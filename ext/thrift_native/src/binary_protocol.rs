@@ -8,7 +8,7 @@ use rb_sys::VALUE;
 use thrift_native_core::binary;
 
 use crate::ivars::IvarSlot;
-use crate::names::{IVAR_STRICT_READ, IVAR_STRICT_WRITE, IVAR_TRANS};
+use crate::names::{IVAR_STRICT_READ, IVAR_STRICT_WRITE, IVAR_TRANS, READ_ALL};
 use crate::protocol::{
     binary_byte, binary_i16, binary_i32, binary_i64, binary_size, binary_version_word, float_value,
     not_nil, reset_message_size_if_asked, string_length, uuid_bytes, Pending,
@@ -190,8 +190,31 @@ fn read_i32_from(ruby: &Ruby, input: &mut Input) -> Result<i32, Error> {
     input.read_array::<4>(ruby).map(binary::decode_i32)
 }
 
-fn read_size_from(ruby: &Ruby, input: &mut Input) -> Result<usize, Error> {
-    binary::read_size(&mut Wire::new(ruby, input))
+/// A byte string after its i32 length, as `read_all` gives it (`utf8`: as `read_string` converts it). Before thrift
+/// 0.24 a negative length was asked of `read_all` as it is: a memory buffer's or a layered transport's (the base
+/// transport's) answers "" without reading; another transport is asked.
+fn read_bytes(ruby: &Ruby, input: &mut Input, utf8: bool) -> Result<VALUE, Error> {
+    let n = read_i32_from(ruby, input)?;
+    let len = match usize::try_from(n) {
+        Ok(len) => len,
+        Err(_) if thrift().contract.negative_sizes_refused => return Err(errors::negative_size()),
+        Err(_) => {
+            if let Input::Transport { trans, .. } = input {
+                let s = rb::funcall(*trans, READ_ALL.get(), &[rb::integer(n.into())])?;
+                return if utf8 {
+                    bytes::convert_to_string(s)
+                } else {
+                    Ok(s)
+                };
+            }
+            0
+        }
+    };
+    if utf8 {
+        input.read_utf8(ruby, len)
+    } else {
+        input.read_all(ruby, len)
+    }
 }
 
 /// BAD_VERSION, or 0 where the loaded thrift's own C accelerator (before 0.23) never set it.
@@ -218,8 +241,7 @@ fn read_message_begin(ruby: &Ruby, rb_self: Value) -> Result<magnus::RArray, Err
             ));
         }
         let mtype = i64::from(version as u32 & t.type_mask as u32);
-        let len = read_size_from(ruby, &mut input)?;
-        (input.read_utf8(ruby, len)?, mtype)
+        (read_bytes(ruby, &mut input, true)?, mtype)
     } else {
         if rb::ivar_get(this, IVAR_STRICT_READ.get()) == rb::QTRUE {
             return Err(errors::protocol(
@@ -246,17 +268,19 @@ fn read_field_begin(ruby: &Ruby, rb_self: Value) -> Result<magnus::RArray, Error
 }
 
 fn read_map_begin(ruby: &Ruby, rb_self: Value) -> Result<magnus::RArray, Error> {
-    let h = binary::read_map_header(&mut Wire::new(ruby, &mut input(rb_self)))?;
+    let rules = thrift().contract.rules();
+    let h = binary::read_map_header(&mut Wire::new(ruby, &mut input(rb_self)), rules)?;
     Ok(ruby.ary_new_from_values(&[
         rb::int(h.key.into()),
         rb::int(h.value.into()),
-        rb::int(h.size as i64),
+        rb::int(h.size.into()),
     ]))
 }
 
 fn read_list_begin(ruby: &Ruby, rb_self: Value) -> Result<magnus::RArray, Error> {
-    let h = binary::read_list_header(&mut Wire::new(ruby, &mut input(rb_self)))?;
-    Ok(ruby.ary_new_from_values(&[rb::int(h.element.into()), rb::int(h.size as i64)]))
+    let rules = thrift().contract.rules();
+    let h = binary::read_list_header(&mut Wire::new(ruby, &mut input(rb_self)), rules)?;
+    Ok(ruby.ary_new_from_values(&[rb::int(h.element.into()), rb::int(h.size.into())]))
 }
 
 fn read_bool(ruby: &Ruby, rb_self: Value) -> Result<bool, Error> {
@@ -289,17 +313,13 @@ fn read_double(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
 }
 
 fn read_binary(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
-    let mut input = input(rb_self);
-    let len = read_size_from(ruby, &mut input)?;
-    let s = input.read_all(ruby, len)?;
+    let s = read_bytes(ruby, &mut input(rb_self), false)?;
     // SAFETY: a String just read, on this stack.
     Ok(unsafe { rb::value(s) })
 }
 
 fn read_string(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
-    let mut input = input(rb_self);
-    let len = read_size_from(ruby, &mut input)?;
-    let s = input.read_utf8(ruby, len)?;
+    let s = read_bytes(ruby, &mut input(rb_self), true)?;
     // SAFETY: a String just read, on this stack.
     Ok(unsafe { rb::value(s) })
 }

@@ -6,15 +6,16 @@
 //! called exactly as the C accelerator calls it (`read_byte` per varint byte, one `write` per byte written).
 //!
 //! Where the loaded thrift's C accelerator predates master's checks ([`crate::thrift::Contract`]), the unchecked
-//! and unlimited paths do as it did: NUM2INT/NUM2LL conversions, the i16 written as the i32 it is, negative sizes written as they
-//! are, the field type looked up after `@last_field` was popped.
+//! writes do as it did (NUM2INT/NUM2LL conversions, the i16 written as the i32 it is, negative sizes written as they
+//! are, the field type looked up after `@last_field` was popped), and reads follow its wire rules
+//! ([`crate::thrift::Contract::rules`]: sizes beyond INT32_MAX as negative int32s, varint32s as it read them).
 
 use magnus::prelude::*;
 use magnus::rb_sys::AsRawValue;
 use magnus::{Error, RArray, RClass, RString, Ruby, TryConvert, Value};
 use rb_sys::VALUE;
 use thrift_native_core::compact::{
-    self, compact_type_of, ctype, thrift_type_of, zigzag32, zigzag64, Varint32Reader,
+    self, compact_type_of, ctype, thrift_type_of, zigzag32, zigzag64,
 };
 use thrift_native_core::{ttype, CoreError};
 
@@ -403,16 +404,16 @@ fn write_uuid(ruby: &Ruby, rb_self: Value, u: Value) -> Result<(), Error> {
 // ----- reads -----
 
 fn read_varint32(ruby: &Ruby, input: &mut Input) -> Result<u32, Error> {
-    input.read_varint::<Varint32Reader>(ruby)
+    compact::read_varint32(&mut Wire::new(ruby, input), thrift().contract.rules())
 }
 
-/// A varint32 size that must fit an i32.
-fn read_size(ruby: &Ruby, input: &mut Input, limit: CoreError) -> Result<usize, Error> {
-    compact::read_size(&mut Wire::new(ruby, input), limit)
+/// A byte string's varint32 length, which must fit an i32.
+fn read_size(ruby: &Ruby, input: &mut Input) -> Result<usize, Error> {
+    compact::read_size(&mut Wire::new(ruby, input), thrift().contract.rules())
 }
 
 fn read_i16_from(ruby: &Ruby, input: &mut Input) -> Result<i16, Error> {
-    compact::read_i16(&mut Wire::new(ruby, input))
+    compact::read_i16(&mut Wire::new(ruby, input), thrift().contract.rules())
 }
 
 fn read_message_begin(ruby: &Ruby, rb_self: Value) -> Result<RArray, Error> {
@@ -447,7 +448,7 @@ fn read_message_begin(ruby: &Ruby, rb_self: Value) -> Result<RArray, Error> {
     }
     let mtype = (version_and_type >> c.type_shift_amount) & c.type_bits;
     let seqid = read_varint32(ruby, &mut input)? as i32;
-    let len = read_size(ruby, &mut input, CoreError::BinarySizeLimit)?;
+    let len = read_size(ruby, &mut input)?;
     let name = input.read_utf8(ruby, len)?;
     // SAFETY: a String just read, on this stack.
     let name = unsafe { rb::value(name) };
@@ -487,47 +488,17 @@ fn read_field_begin(ruby: &Ruby, rb_self: Value) -> Result<RArray, Error> {
     Ok(ruby.ary_new_from_values(&[ruby.qnil().as_value(), t, int(id.into())]))
 }
 
+/// Before master a size beyond INT32_MAX is answered as the negative int32 of its bits ([`Contract::rules`]).
 fn read_map_begin(ruby: &Ruby, rb_self: Value) -> Result<RArray, Error> {
-    if !thrift().contract.container_size_limit {
-        return read_map_begin_unlimited(ruby, rb_self);
-    }
-    let h = compact::read_map_header(&mut Wire::new(ruby, &mut input(rb_self)))?;
-    Ok(ruby.ary_new_from_values(&[int(h.key.into()), int(h.value.into()), int(h.size as i64)]))
+    let rules = thrift().contract.rules();
+    let h = compact::read_map_header(&mut Wire::new(ruby, &mut input(rb_self)), rules)?;
+    Ok(ruby.ary_new_from_values(&[int(h.key.into()), int(h.value.into()), int(h.size.into())]))
 }
 
 fn read_list_begin(ruby: &Ruby, rb_self: Value) -> Result<RArray, Error> {
-    if !thrift().contract.container_size_limit {
-        return read_list_begin_unlimited(ruby, rb_self);
-    }
-    let h = compact::read_list_header(&mut Wire::new(ruby, &mut input(rb_self)))?;
-    Ok(ruby.ary_new_from_values(&[int(h.element.into()), int(h.size as i64)]))
-}
-
-// Before master a size beyond INT32_MAX came back as the negative int32 of its bits (the whole-struct decoder
-// still refuses it).
-
-fn read_map_begin_unlimited(ruby: &Ruby, rb_self: Value) -> Result<RArray, Error> {
-    let mut input = input(rb_self);
-    let size = read_varint32(ruby, &mut input)? as i32;
-    let types = if size == 0 {
-        0
-    } else {
-        input.read_byte(ruby)? as u8
-    };
-    let key = thrift_type(ruby, types >> 4)?;
-    let value = thrift_type(ruby, types & 0x0f)?;
-    Ok(ruby.ary_new_from_values(&[key, value, int(size.into())]))
-}
-
-fn read_list_begin_unlimited(ruby: &Ruby, rb_self: Value) -> Result<RArray, Error> {
-    let mut input = input(rb_self);
-    let byte = input.read_byte(ruby)? as u8;
-    let mut size = i32::from(byte >> 4);
-    if size == 15 {
-        size = read_varint32(ruby, &mut input)? as i32;
-    }
-    let element = thrift_type(ruby, byte & 0x0f)?;
-    Ok(ruby.ary_new_from_values(&[element, int(size.into())]))
+    let rules = thrift().contract.rules();
+    let h = compact::read_list_header(&mut Wire::new(ruby, &mut input(rb_self)), rules)?;
+    Ok(ruby.ary_new_from_values(&[int(h.element.into()), int(h.size.into())]))
 }
 
 fn read_bool(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
@@ -553,7 +524,10 @@ fn read_i16(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
 }
 
 fn read_i32(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
-    let n = compact::read_i32(&mut Wire::new(ruby, &mut input(rb_self)))?;
+    let n = compact::read_i32(
+        &mut Wire::new(ruby, &mut input(rb_self)),
+        thrift().contract.rules(),
+    )?;
     Ok(int(n.into()))
 }
 
@@ -569,7 +543,7 @@ fn read_double(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
 
 fn read_binary(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
     let mut input = input(rb_self);
-    let len = read_size(ruby, &mut input, CoreError::BinarySizeLimit)?;
+    let len = read_size(ruby, &mut input)?;
     let s = input.read_all(ruby, len)?;
     // SAFETY: a String just read, on this stack.
     Ok(unsafe { rb::value(s) })
@@ -577,7 +551,7 @@ fn read_binary(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
 
 fn read_string(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
     let mut input = input(rb_self);
-    let len = read_size(ruby, &mut input, CoreError::BinarySizeLimit)?;
+    let len = read_size(ruby, &mut input)?;
     let s = input.read_utf8(ruby, len)?;
     // SAFETY: a String just read, on this stack.
     Ok(unsafe { rb::value(s) })

@@ -81,9 +81,14 @@ pub fn from_core(ruby: &Ruby, error: CoreError) -> Error {
         | CoreError::UnknownCompactType(_) => {
             protocol(thrift().codes.invalid_data, &error.to_string())
         }
-        // Before thrift master a compact container size beyond INT32_MAX was the negative int32 of its bits (as
-        // `read_list_begin` answers there); a whole-struct decode refuses it as the negative size it then is.
-        CoreError::ContainerSizeLimit if !thrift().contract.container_size_limit => negative_size(),
+        // The struct decoder of thrift 0.14-0.22 met a negative list or set size in `rb_ary_new2`.
+        CoreError::NegativeContainerSize if !thrift().contract.typed_errors => Error::new(
+            ruby.exception_arg_error(),
+            "negative array size (or size too big)",
+        ),
+        CoreError::NegativeContainerSize => {
+            protocol(thrift().codes.negative_size, &error.to_string())
+        }
         CoreError::ContainerSizeLimit | CoreError::BinarySizeLimit => {
             protocol(thrift().codes.size_limit, &error.to_string())
         }

@@ -75,6 +75,11 @@ fn define_everything(ruby: &Ruby, namespace: RModule) -> Result<(), Error> {
         ("container_size_limit", c.container_size_limit),
         ("memory_buffer_fixes", c.memory_buffer_fixes),
         ("memory_buffer_read_all", c.memory_buffer_read_all),
+        ("negative_sizes_refused", c.negative_sizes_refused),
+        ("varint32_limit", c.varint32_limit),
+        ("varint32_overflow_refused", c.varint32_overflow_refused),
+        ("reused_structs_reset", c.reused_structs_reset),
+        ("set_subclass_writes", c.set_subclass_writes),
     ] {
         features.aset(ruby.to_symbol(name), value)?;
     }

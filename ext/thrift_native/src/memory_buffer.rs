@@ -206,6 +206,7 @@ impl MemoryBuffer {
     /// `read` semantics: what remains of `length` bytes, consumed into a new BINARY String, and EOFError (after
     /// consuming them) when that is fewer than `length`.
     pub fn read(&mut self, ruby: &Ruby, length: usize) -> Result<VALUE, Error> {
+        c_int_length(length)?;
         let n = length.min(self.available());
         let data = self.read_with(ruby, n, rb::binary_string)?;
         if n < length {
@@ -218,6 +219,7 @@ impl MemoryBuffer {
     /// thrift 0.24: with what remained consumed).
     #[inline(always)]
     pub fn read_all(&mut self, ruby: &Ruby, n: usize) -> Result<VALUE, Error> {
+        c_int_length(n)?;
         self.read_with(ruby, n, rb::binary_string)
     }
 
@@ -256,6 +258,16 @@ fn write(_ruby: &Ruby, rb_self: Value, data: Value) -> Result<(), Error> {
     let data = RString::try_convert(data)?;
     let buf = RString::try_convert(buf)?;
     rb::str_cat_str(buf.as_raw(), data.as_raw())
+}
+
+/// Before thrift master's batch of fixes (THRIFT-6133) the C `read` took its length with FIX2INT: from 2 GiB on, a
+/// RangeError before anything is consumed (`read_all` went through it).
+#[inline(always)]
+fn c_int_length(n: usize) -> Result<(), Error> {
+    if n > i32::MAX as usize && !thrift().contract.memory_buffer_fixes {
+        rb::num2int(rb::integer(i64::try_from(n).unwrap_or(i64::MAX)))?;
+    }
+    Ok(())
 }
 
 fn read(ruby: &Ruby, rb_self: Value, length: Value) -> Result<Value, Error> {

@@ -11,6 +11,8 @@ use magnus::value::ReprValue;
 use magnus::{Error, Module, RClass, RModule, Ruby, Value};
 use rb_sys::VALUE;
 
+use thrift_native_core::wire::{NegativeSizes, Rules, Varint32Rule};
+
 use crate::rb;
 
 /// Values used in place of constants that thrift 0.14 does not define.
@@ -113,6 +115,47 @@ pub struct Contract {
     /// `read_all`, which consumes nothing when too few bytes remain. Before, BaseTransport#read_all over the C
     /// accelerator's `read`, which consumed what remained before EOFError.
     pub memory_buffer_read_all: bool,
+    /// thrift 0.24 on (the same change): BinaryProtocolAccelerated refuses a negative size (ProtocolException
+    /// NEGATIVE_SIZE). Before, `read_*_begin` answered it, `read_binary` asked `read_all` for it (which answers ""),
+    /// and the struct decoder met it: thrift 0.14-0.22 raised ArgumentError "negative array size" for a list or set
+    /// to read and read a map as empty, 0.23 raised ProtocolException "Negative container size" for both.
+    pub negative_sizes_refused: bool,
+    /// thrift 0.24 on (`CompactProtocol::MAX_VARINT32_BYTES`): a compact varint32 is 5 bytes at most. Before, the C
+    /// accelerator read every varint as a varint64 and cut it to 32 bits (the 10-byte limit is kept: its loop had
+    /// none).
+    pub varint32_limit: bool,
+    /// thrift master (`CompactProtocol::MAX_VARINT32_LAST_BYTE`, THRIFT-6145): a 5-byte varint32 with bits beyond 32
+    /// is refused. Before, the C accelerator dropped them.
+    pub varint32_overflow_refused: bool,
+    /// thrift master (the pure `Struct#read` of an instance with fields set clears them first, THRIFT-6124):
+    /// `Struct#read` into an instance that has ivars checks that it is not frozen and resets its fields to their
+    /// defaults first; `Union#read` clears `@setfield` and `@value` first and sets `@setfield` with the value. Before,
+    /// an instance kept what the message did not set, and a union's `@setfield` was set before its value was read.
+    pub reused_structs_reset: bool,
+    /// thrift master (THRIFT-6104, the batch of `memory_buffer_fixes`, with no pure-Ruby trace of its own):
+    /// `Struct#write` takes any `Set` (a subclass, a Set with singleton methods) as a set. Before, only an instance
+    /// of exactly `::Set`; anything else had to be a Hash (TypeError).
+    pub set_subclass_writes: bool,
+}
+
+impl Contract {
+    /// The wire rules of the core's readers for this contract.
+    pub fn rules(&self) -> Rules {
+        Rules {
+            uuid: self.typed_errors,
+            negative_sizes: NegativeSizes {
+                binary: !self.negative_sizes_refused,
+                compact: !self.container_size_limit,
+            },
+            varint32: if self.varint32_overflow_refused {
+                Varint32Rule::Refusing
+            } else if self.varint32_limit {
+                Varint32Rule::Dropping
+            } else {
+                Varint32Rule::Wide
+            },
+        }
+    }
 }
 
 /// thrift master's THeader classes and what their native methods need.
@@ -243,6 +286,15 @@ pub fn probe(ruby: &Ruby) -> Result<&'static Thrift, Error> {
             .as_value()
             .funcall("const_defined?", (ruby.to_symbol(name), false))
     };
+    let memory_buffer_fixes = behaves(
+        ruby,
+        "if Thrift::MemoryBufferTransport.instance_method(:read).source_location.nil?
+           #{BATCH_MARKER}
+         else
+           begin; Thrift::MemoryBufferTransport.new(\"x\").read(-1); false
+           rescue Thrift::TransportException; true; end
+         end",
+    );
     let contract = Contract {
         checked_binary_writes: defined(binary_protocol, "BYTE_MAX")?,
         typed_errors: has_uuid_type,
@@ -262,16 +314,26 @@ pub fn probe(ruby: &Ruby) -> Result<&'static Thrift, Error> {
              end",
         ),
         container_size_limit: defined(module.const_get("BaseProtocol")?, "MAX_CONTAINER_SIZE")?,
-        memory_buffer_fixes: behaves(
-            ruby,
-            "if Thrift::MemoryBufferTransport.instance_method(:read).source_location.nil?
-               #{BATCH_MARKER}
-             else
-               begin; Thrift::MemoryBufferTransport.new(\"x\").read(-1); false
-               rescue Thrift::TransportException; true; end
-             end",
-        ),
+        memory_buffer_fixes,
         memory_buffer_read_all: has_transport_negative_size,
+        negative_sizes_refused: has_transport_negative_size,
+        varint32_limit: defined(compact_protocol, "MAX_VARINT32_BYTES")?,
+        varint32_overflow_refused: defined(compact_protocol, "MAX_VARINT32_LAST_BYTE")?,
+        reused_structs_reset: behaves(
+            ruby,
+            "k = Class.new do
+               include Thrift::Struct
+               include Thrift::Struct_Union
+               const_set(:FIELDS, { 1 => { type: Thrift::Types::I32, name: 'a' } })
+               def struct_fields; self.class::FIELDS; end
+               def validate; end
+             end
+             o = k.new
+             o.instance_variable_set(:@a, 5)
+             o.read(Thrift::BinaryProtocol.new(Thrift::MemoryBufferTransport.new(\"\\0\".b)))
+             o.instance_variable_get(:@a).nil?",
+        ),
+        set_subclass_writes: memory_buffer_fixes,
     };
 
     let found = Thrift {

@@ -2,7 +2,7 @@
 
 use byteorder::{BigEndian, ByteOrder};
 
-use crate::wire::{FieldHeader, ListHeader, MapHeader, WireInput};
+use crate::wire::{FieldHeader, ListHeader, MapHeader, Rules, WireInput};
 use crate::CoreError;
 
 /// A cursor over bytes that have been received but not yet consumed.
@@ -82,8 +82,25 @@ impl<'a> Reader<'a> {
 /// An i32 size of a container or byte string; negative is NegativeSize.
 #[inline(always)]
 pub fn read_size<I: WireInput>(input: &mut I) -> Result<usize, I::Error> {
+    read_size_in(input, Rules::MASTER)
+}
+
+/// A byte string's length under `rules`: where they let negative sizes through, a negative length reads as empty
+/// (the C accelerator before thrift 0.24 asked `read_all` for it, which answered ""), else it is NegativeSize.
+#[inline(always)]
+pub fn read_size_in<I: WireInput>(input: &mut I, rules: Rules) -> Result<usize, I::Error> {
+    let size = read_container_size(input, rules)?;
+    Ok(usize::try_from(size).unwrap_or(0))
+}
+
+/// A container's i32 size: negative is NegativeSize unless `rules` let it through.
+#[inline(always)]
+fn read_container_size<I: WireInput>(input: &mut I, rules: Rules) -> Result<i32, I::Error> {
     let size = decode_i32(input.read_array()?);
-    usize::try_from(size).map_err(|_| input.error(CoreError::NegativeSize))
+    if size < 0 && !rules.negative_sizes.binary {
+        return Err(input.error(CoreError::NegativeSize));
+    }
+    Ok(size)
 }
 
 /// A field header: the type byte, then (unless it is STOP) the i16 id.
@@ -100,20 +117,20 @@ pub fn read_field_header<I: WireInput>(input: &mut I) -> Result<FieldHeader, I::
     })
 }
 
-/// A map header: key type byte, value type byte, i32 size.
+/// A map header: key type byte, value type byte, i32 size (a negative one let through where `rules` say so).
 #[inline(always)]
-pub fn read_map_header<I: WireInput>(input: &mut I) -> Result<MapHeader, I::Error> {
+pub fn read_map_header<I: WireInput>(input: &mut I, rules: Rules) -> Result<MapHeader, I::Error> {
     let key = input.read_byte()? as i8;
     let value = input.read_byte()? as i8;
-    let size = read_size(input)?;
+    let size = read_container_size(input, rules)?;
     Ok(MapHeader { key, value, size })
 }
 
-/// A list or set header: element type byte, i32 size.
+/// A list or set header: element type byte, i32 size (a negative one let through where `rules` say so).
 #[inline(always)]
-pub fn read_list_header<I: WireInput>(input: &mut I) -> Result<ListHeader, I::Error> {
+pub fn read_list_header<I: WireInput>(input: &mut I, rules: Rules) -> Result<ListHeader, I::Error> {
     let element = input.read_byte()? as i8;
-    let size = read_size(input)?;
+    let size = read_container_size(input, rules)?;
     Ok(ListHeader { element, size })
 }
 
@@ -210,6 +227,33 @@ mod tests {
     }
 
     #[test]
+    fn before_thrift_0_24_negative_sizes_pass_and_a_negative_length_reads_nothing() {
+        let mut legacy = Rules::MASTER;
+        legacy.negative_sizes.binary = true;
+        let bytes = [0x08, 0xff, 0xff, 0xff, 0xfd, 0x0b, 0x08, 0x80, 0, 0, 0];
+        let mut r = Reader::new(&bytes, 0);
+        let list = ListHeader {
+            element: 8,
+            size: -3,
+        };
+        assert_eq!(read_list_header(&mut r, legacy), Ok(list));
+        let map = MapHeader {
+            key: 11,
+            value: 8,
+            size: i32::MIN,
+        };
+        assert_eq!(read_map_header(&mut r, legacy), Ok(map));
+        let mut r = Reader::new(&[0xff, 0xff, 0xff, 0xff, 0x61], 0);
+        assert_eq!(read_size_in(&mut r, legacy), Ok(0));
+        assert_eq!(r.remaining(), 1);
+        let mut r = Reader::new(&bytes, 0);
+        assert_eq!(
+            read_list_header(&mut r, Rules::MASTER),
+            Err(CoreError::NegativeSize)
+        );
+    }
+
+    #[test]
     fn headers_decode_as_written_by_the_binary_protocol() {
         let mut r = Reader::new(&[0x08, 0x00, 0x07, 0x00], 0);
         assert_eq!(
@@ -230,7 +274,7 @@ mod tests {
 
         let mut r = Reader::new(&[0x0b, 0x08, 0, 0, 0, 2, 0x0c, 0, 0, 1, 0], 0);
         assert_eq!(
-            read_map_header(&mut r),
+            read_map_header(&mut r, Rules::MASTER),
             Ok(MapHeader {
                 key: 11,
                 value: 8,
@@ -238,7 +282,7 @@ mod tests {
             })
         );
         assert_eq!(
-            read_list_header(&mut r),
+            read_list_header(&mut r, Rules::MASTER),
             Ok(ListHeader {
                 element: 12,
                 size: 256
@@ -249,7 +293,10 @@ mod tests {
     #[test]
     fn header_errors() {
         let mut r = Reader::new(&[0x0f, 0xff, 0xff, 0xff, 0xfe], 0);
-        assert_eq!(read_list_header(&mut r), Err(CoreError::NegativeSize));
+        assert_eq!(
+            read_list_header(&mut r, Rules::MASTER),
+            Err(CoreError::NegativeSize)
+        );
         let mut r = Reader::new(&[0x08, 0x00], 0);
         assert_eq!(
             read_field_header(&mut r),

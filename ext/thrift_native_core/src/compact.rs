@@ -2,7 +2,7 @@
 //! between Thrift types (`Thrift::Types`) and the 4-bit compact types of field and container headers.
 
 use crate::ttype;
-use crate::wire::{FieldHeader, ListHeader, MapHeader, WireInput};
+use crate::wire::{FieldHeader, ListHeader, MapHeader, Rules, Varint32Rule, WireInput};
 use crate::CoreError;
 
 /// The longest varints: 5 bytes for 32 bits, 10 for 64.
@@ -126,14 +126,15 @@ pub trait VarintStep: Default {
     fn step(&mut self, b: u8) -> Result<Option<Self::Output>, CoreError>;
 }
 
-/// A 32-bit varint: at most 5 bytes, the 5th without the continuation bit and with no bits beyond 32.
+/// A 32-bit varint: at most 5 bytes, the 5th without the continuation bit and (`REFUSE_OVERFLOW`, thrift master)
+/// with no bits beyond 32; else they are dropped, as the C accelerator before master did.
 #[derive(Debug, Default)]
-pub struct Varint32Reader {
+pub struct Varint32Reader<const REFUSE_OVERFLOW: bool = true> {
     value: u32,
     read: u32,
 }
 
-impl VarintStep for Varint32Reader {
+impl<const REFUSE_OVERFLOW: bool> VarintStep for Varint32Reader<REFUSE_OVERFLOW> {
     type Output = u32;
 
     #[inline(always)]
@@ -146,10 +147,10 @@ impl VarintStep for Varint32Reader {
         if b & 0x80 != 0 {
             return Err(CoreError::VarintTooLong32);
         }
-        if b & !0x0f != 0 {
+        if REFUSE_OVERFLOW && b & !0x0f != 0 {
             return Err(CoreError::VarintOverflow32);
         }
-        Ok(Some(self.value | (u32::from(b) << 28)))
+        Ok(Some(self.value | (u32::from(b & 0x0f) << 28)))
     }
 }
 
@@ -213,26 +214,54 @@ pub fn field_header(compact_type: u8, id: i16, last: i64) -> ([u8; 4], usize) {
     (out, 1 + v.len)
 }
 
-/// A size (varint32) of a container or byte string; above INT32_MAX it is `limit`, the SIZE_LIMIT error of what
-/// is being read (ContainerSizeLimit or BinarySizeLimit).
+/// A varint32 under the loaded thrift's `rules` ([`Varint32Rule`]), before it is cut to 32 bits.
 #[inline(always)]
-pub fn read_size<I: WireInput>(input: &mut I, limit: CoreError) -> Result<usize, I::Error> {
-    let n = input.read_varint::<Varint32Reader>()?;
-    if n > i32::MAX as u32 {
-        return Err(input.error(limit));
+fn read_varint32_whole<I: WireInput>(input: &mut I, rules: Rules) -> Result<u64, I::Error> {
+    match rules.varint32 {
+        Varint32Rule::Refusing => input.read_varint::<Varint32Reader<true>>().map(u64::from),
+        Varint32Rule::Dropping => input.read_varint::<Varint32Reader<false>>().map(u64::from),
+        Varint32Rule::Wide => input.read_varint::<Varint64Reader>(),
+    }
+}
+
+/// A varint32 under the loaded thrift's `rules` ([`Varint32Rule`]).
+#[inline(always)]
+pub fn read_varint32<I: WireInput>(input: &mut I, rules: Rules) -> Result<u32, I::Error> {
+    Ok(read_varint32_whole(input, rules)? as u32)
+}
+
+/// A byte string's length (varint32); above INT32_MAX it is BinarySizeLimit, whatever the version (the C
+/// accelerator before master asked `read_all` for up to 4 GiB, before 0.24 for any 64-bit length, which a transport
+/// may allocate ahead of the bytes).
+#[inline(always)]
+pub fn read_size<I: WireInput>(input: &mut I, rules: Rules) -> Result<usize, I::Error> {
+    let n = read_varint32_whole(input, rules)?;
+    if n > i32::MAX as u64 {
+        return Err(input.error(CoreError::BinarySizeLimit));
     }
     Ok(n as usize)
 }
 
+/// A container's size (varint32); above INT32_MAX it is ContainerSizeLimit, or where `rules` let negative sizes
+/// through (before master), the negative int32 of its bits.
+#[inline(always)]
+fn read_container_size<I: WireInput>(input: &mut I, rules: Rules) -> Result<i32, I::Error> {
+    let n = read_varint32(input, rules)?;
+    if n > i32::MAX as u32 && !rules.negative_sizes.compact {
+        return Err(input.error(CoreError::ContainerSizeLimit));
+    }
+    Ok(n as i32)
+}
+
 /// `read_i16` as the C accelerator reads it: the zigzag varint32 truncated to 16 bits.
 #[inline(always)]
-pub fn read_i16<I: WireInput>(input: &mut I) -> Result<i16, I::Error> {
-    Ok(unzigzag32(input.read_varint::<Varint32Reader>()?) as i16)
+pub fn read_i16<I: WireInput>(input: &mut I, rules: Rules) -> Result<i16, I::Error> {
+    Ok(unzigzag32(read_varint32(input, rules)?) as i16)
 }
 
 #[inline(always)]
-pub fn read_i32<I: WireInput>(input: &mut I) -> Result<i32, I::Error> {
-    Ok(unzigzag32(input.read_varint::<Varint32Reader>()?))
+pub fn read_i32<I: WireInput>(input: &mut I, rules: Rules) -> Result<i32, I::Error> {
+    Ok(unzigzag32(read_varint32(input, rules)?))
 }
 
 #[inline(always)]
@@ -254,25 +283,25 @@ pub fn read_field_header<I: WireInput>(
     input: &mut I,
     last_field: &mut i64,
 ) -> Result<CompactField, I::Error> {
-    read_field_header_in(input, last_field, true)
+    read_field_header_in(input, last_field, Rules::MASTER)
 }
 
-/// The Thrift type of a compact type for a thrift that may not know UUID (`uuid` false: before thrift 0.23, whose
-/// C accelerator took compact type 13 for an unknown one).
+/// The Thrift type of a compact type under `rules` (before thrift 0.23, the C accelerator took compact type 13 for
+/// an unknown one).
 #[inline(always)]
-pub fn thrift_type_in(c: u8, uuid: bool) -> Result<u8, CoreError> {
-    if c == ctype::UUID && !uuid {
+pub fn thrift_type_in(c: u8, rules: Rules) -> Result<u8, CoreError> {
+    if c == ctype::UUID && !rules.uuid {
         return Err(CoreError::UnknownCompactType(c.into()));
     }
     thrift_type_of(c)
 }
 
-/// [`read_field_header`] for a thrift that may not know UUID (see [`thrift_type_in`]).
+/// [`read_field_header`] under the loaded thrift's `rules` (UUID, the id's varint).
 #[inline(always)]
 pub fn read_field_header_in<I: WireInput>(
     input: &mut I,
     last_field: &mut i64,
-    uuid: bool,
+    rules: Rules,
 ) -> Result<CompactField, I::Error> {
     let byte = input.read_byte()?;
     let compact_type = byte & 0x0f;
@@ -284,7 +313,7 @@ pub fn read_field_header_in<I: WireInput>(
     }
     let delta = i64::from(byte >> 4);
     let id = if delta == 0 {
-        i64::from(read_i16(input)?)
+        i64::from(read_i16(input, rules)?)
     } else {
         *last_field + delta
     };
@@ -294,7 +323,7 @@ pub fn read_field_header_in<I: WireInput>(
         ctype::BOOLEAN_FALSE => Some(false),
         _ => None,
     };
-    let ttype = thrift_type_in(compact_type, uuid).map_err(|e| input.error(e))?;
+    let ttype = thrift_type_in(compact_type, rules).map_err(|e| input.error(e))?;
     Ok(CompactField {
         header: FieldHeader {
             ttype: ttype as i8,
@@ -304,19 +333,15 @@ pub fn read_field_header_in<I: WireInput>(
     })
 }
 
-/// A map header: the size, then (unless it is 0) one byte with the key and value compact types.
+/// A map header: the size, then (unless it is 0) one byte with the key and value compact types, under the loaded
+/// thrift's `rules` (UUID, the size).
 #[inline(always)]
-pub fn read_map_header<I: WireInput>(input: &mut I) -> Result<MapHeader, I::Error> {
-    read_map_header_in(input, true)
-}
-
-/// [`read_map_header`] for a thrift that may not know UUID (see [`thrift_type_in`]).
-#[inline(always)]
-pub fn read_map_header_in<I: WireInput>(input: &mut I, uuid: bool) -> Result<MapHeader, I::Error> {
-    let size = read_size(input, CoreError::ContainerSizeLimit)?;
+pub fn read_map_header<I: WireInput>(input: &mut I, rules: Rules) -> Result<MapHeader, I::Error> {
+    let size = read_container_size(input, rules)?;
     let types = if size == 0 { 0 } else { input.read_byte()? };
-    let key = thrift_type_in(types >> 4, uuid).map_err(|e| input.error(e))?;
-    let value = thrift_type_in(types & 0x0f, uuid).map_err(|e| input.error(e))?;
+    // The value type first, as the C accelerator built by gcc evaluates `rb_ary_new3`'s arguments.
+    let value = thrift_type_in(types & 0x0f, rules).map_err(|e| input.error(e))?;
+    let key = thrift_type_in(types >> 4, rules).map_err(|e| input.error(e))?;
     Ok(MapHeader {
         key: key as i8,
         value: value as i8,
@@ -324,24 +349,16 @@ pub fn read_map_header_in<I: WireInput>(input: &mut I, uuid: bool) -> Result<Map
     })
 }
 
-/// A list or set header: one byte with the size (15: a varint follows) and the element's compact type.
+/// A list or set header: one byte with the size (15: a varint follows) and the element's compact type, under the
+/// loaded thrift's `rules` (UUID, the size).
 #[inline(always)]
-pub fn read_list_header<I: WireInput>(input: &mut I) -> Result<ListHeader, I::Error> {
-    read_list_header_in(input, true)
-}
-
-/// [`read_list_header`] for a thrift that may not know UUID (see [`thrift_type_in`]).
-#[inline(always)]
-pub fn read_list_header_in<I: WireInput>(
-    input: &mut I,
-    uuid: bool,
-) -> Result<ListHeader, I::Error> {
+pub fn read_list_header<I: WireInput>(input: &mut I, rules: Rules) -> Result<ListHeader, I::Error> {
     let byte = input.read_byte()?;
-    let mut size = usize::from(byte >> 4);
+    let mut size = i32::from(byte >> 4);
     if size == 15 {
-        size = read_size(input, CoreError::ContainerSizeLimit)?;
+        size = read_container_size(input, rules)?;
     }
-    let element = thrift_type_in(byte & 0x0f, uuid).map_err(|e| input.error(e))?;
+    let element = thrift_type_in(byte & 0x0f, rules).map_err(|e| input.error(e))?;
     Ok(ListHeader {
         element: element as i8,
         size,
@@ -543,34 +560,50 @@ mod tests {
         assert_eq!(f.bool_value, Some(false));
     }
 
+    /// The rules of a thrift before 0.23 (no UUID, negative sizes let through, varint32 overflow dropped).
+    const LEGACY: Rules = Rules {
+        uuid: false,
+        negative_sizes: crate::wire::NegativeSizes {
+            binary: true,
+            compact: true,
+        },
+        varint32: Varint32Rule::Wide,
+    };
+    const MASTER: Rules = Rules::MASTER;
+    /// thrift 0.24's varint32.
+    const DROPPING: Rules = Rules {
+        varint32: Varint32Rule::Dropping,
+        ..Rules::MASTER
+    };
+
     #[test]
     fn compact_type_13_is_uuid_only_for_a_thrift_with_uuid() {
         let mut last = 0;
-        let f = read_field_header_in(&mut bytes(&[0x1d]), &mut last, true).unwrap();
+        let f = read_field_header_in(&mut bytes(&[0x1d]), &mut last, MASTER).unwrap();
         assert_eq!(f.header, FieldHeader { ttype: 16, id: 1 });
         assert_eq!(
-            read_field_header_in(&mut bytes(&[0x1d]), &mut last, false),
+            read_field_header_in(&mut bytes(&[0x1d]), &mut last, LEGACY),
             Err(CoreError::UnknownCompactType(13))
         );
         assert_eq!(last, 2, "the id is taken before the type is checked");
         assert_eq!(
-            read_list_header_in(&mut bytes(&[0x1d]), true).map(|h| h.element),
+            read_list_header(&mut bytes(&[0x1d]), MASTER).map(|h| h.element),
             Ok(16)
         );
         assert_eq!(
-            read_list_header_in(&mut bytes(&[0x1d]), false),
+            read_list_header(&mut bytes(&[0x1d]), LEGACY),
             Err(CoreError::UnknownCompactType(13))
         );
-        // The key type is looked up first.
+        // The value type is looked up first.
         assert_eq!(
-            read_map_header_in(&mut bytes(&[0x01, 0xde]), false),
+            read_map_header(&mut bytes(&[0x01, 0xed]), LEGACY),
             Err(CoreError::UnknownCompactType(13))
         );
         assert_eq!(
-            read_map_header_in(&mut bytes(&[0x01, 0xde]), true),
+            read_map_header(&mut bytes(&[0x01, 0xed]), MASTER),
             Err(CoreError::UnknownCompactType(14))
         );
-        assert_eq!(thrift_type_in(ctype::I32, false), Ok(ttype::I32));
+        assert_eq!(thrift_type_in(ctype::I32, LEGACY), Ok(ttype::I32));
     }
 
     #[test]
@@ -582,18 +615,64 @@ mod tests {
         );
         assert_eq!(last, 1, "the id is taken before the type is checked");
         assert_eq!(
-            read_list_header(&mut bytes(&[0xf8, 0x80, 0x80, 0x80, 0x80, 0x08])),
+            read_list_header(
+                &mut bytes(&[0xf8, 0x80, 0x80, 0x80, 0x80, 0x08]),
+                Rules::MASTER
+            ),
             Err(CoreError::ContainerSizeLimit)
         );
         assert_eq!(
-            read_map_header(&mut bytes(&[0x01, 0xe8])),
+            read_map_header(&mut bytes(&[0x01, 0xe8]), Rules::MASTER),
             Err(CoreError::UnknownCompactType(14))
         );
         assert_eq!(
-            read_size(
-                &mut bytes(&[0xff, 0xff, 0xff, 0xff, 0x0f]),
-                CoreError::BinarySizeLimit
-            ),
+            read_size(&mut bytes(&[0xff, 0xff, 0xff, 0xff, 0x0f]), MASTER),
+            Err(CoreError::BinarySizeLimit)
+        );
+    }
+
+    #[test]
+    fn older_thrifts_answer_negative_sizes_and_cut_varint32s() {
+        let size = [0xf5, 0xff, 0xff, 0xff, 0xff, 0x0f];
+        let list = ListHeader {
+            element: ttype::I32 as i8,
+            size: -1,
+        };
+        assert_eq!(read_list_header(&mut bytes(&size), LEGACY), Ok(list));
+        let map = read_map_header(&mut bytes(&[0x80, 0x80, 0x80, 0x80, 0x08, 0x55]), LEGACY);
+        assert_eq!(map.map(|h| h.size), Ok(i32::MIN));
+        // A byte string's length stays limited: a transport may allocate what `read_all` is asked for.
+        assert_eq!(
+            read_size(&mut bytes(&size[1..]), LEGACY),
+            Err(CoreError::BinarySizeLimit)
+        );
+        // The 5th byte's bits beyond 32 (0x10) are dropped before master, refused on it.
+        let over = [0x80, 0x80, 0x80, 0x80, 0x10];
+        for rules in [LEGACY, DROPPING] {
+            assert_eq!(read_i32(&mut bytes(&over), rules), Ok(0));
+        }
+        assert_eq!(
+            read_i32(&mut bytes(&over), MASTER),
+            Err(CoreError::VarintOverflow32)
+        );
+        let max = [0xfe, 0xff, 0xff, 0xff, 0x7f];
+        assert_eq!(read_i32(&mut bytes(&max), DROPPING), Ok(i32::MAX));
+        // Before 0.24 a varint32 was a varint64 cut to 32 bits (10 bytes at most here); since, 5 bytes at most.
+        let six = [0x82, 0x80, 0x80, 0x80, 0x80, 0x01];
+        assert_eq!(read_i32(&mut bytes(&six), LEGACY), Ok(1));
+        for rules in [DROPPING, MASTER] {
+            let got = read_i32(&mut bytes(&six), rules);
+            assert_eq!(got, Err(CoreError::VarintTooLong32));
+        }
+        let eleven = [0x80; 11];
+        assert_eq!(
+            read_i32(&mut bytes(&eleven), LEGACY),
+            Err(CoreError::VarintTooLong64)
+        );
+        // A byte string's length is not cut: beyond INT32_MAX it is refused.
+        let long = [0x80, 0x80, 0x80, 0x80, 0x80, 0x01];
+        assert_eq!(
+            read_size(&mut bytes(&long), LEGACY),
             Err(CoreError::BinarySizeLimit)
         );
     }
@@ -603,10 +682,10 @@ mod tests {
         for size in [0u32, 1, 14, 15, 300, i32::MAX as u32] {
             let (b, n) = list_header(ctype::I32, size);
             assert_eq!(
-                read_list_header(&mut bytes(&b[..n])),
+                read_list_header(&mut bytes(&b[..n]), Rules::MASTER),
                 Ok(ListHeader {
                     element: ttype::I32 as i8,
-                    size: size as usize
+                    size: size as i32
                 })
             );
             let (b, n) = map_header(ctype::BINARY, ctype::STRUCT, size);
@@ -616,11 +695,11 @@ mod tests {
                 (ttype::STRING as i8, ttype::STRUCT as i8)
             };
             assert_eq!(
-                read_map_header(&mut bytes(&b[..n])),
+                read_map_header(&mut bytes(&b[..n]), Rules::MASTER),
                 Ok(MapHeader {
                     key: expected.0,
                     value: expected.1,
-                    size: size as usize
+                    size: size as i32
                 })
             );
         }

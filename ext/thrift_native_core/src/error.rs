@@ -10,6 +10,10 @@ pub enum CoreError {
     /// A size read off the wire was negative.
     #[error("Negative size")]
     NegativeSize,
+    /// A container the struct decoder was to read whose declared size is negative (where the loaded thrift's
+    /// protocol lets one through).
+    #[error("Negative container size")]
+    NegativeContainerSize,
     /// A UUID's text is not `xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx` in hex.
     #[error("Invalid UUID format")]
     InvalidUuid,

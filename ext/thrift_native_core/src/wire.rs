@@ -36,19 +36,72 @@ impl FieldHeader {
     }
 }
 
-/// A map header: key type, value type, size.
+/// A map header: key type, value type, size. The size is negative only where [`Rules::negative_sizes`] lets one
+/// through.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MapHeader {
     pub key: i8,
     pub value: i8,
-    pub size: usize,
+    pub size: i32,
 }
 
-/// A list or set header: element type, size.
+/// A list or set header: element type, size (negative as in [`MapHeader`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ListHeader {
     pub element: i8,
-    pub size: usize,
+    pub size: i32,
+}
+
+/// Where the C accelerators of thrift versions read the same bytes differently, what the loaded one does. The
+/// binding probes the loaded thrift for them; [`Rules::MASTER`] is thrift master's, and what the plain functions
+/// (`read_list_header`, ...) apply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rules {
+    /// Compact type 13 is UUID (thrift 0.23 on); before, it is an unknown type.
+    pub uuid: bool,
+    /// A negative container size is answered as it is, and a negative binary string length reads as empty (the
+    /// binary encoding before thrift 0.24, whose `read_all` answered "" for it); a compact container size beyond
+    /// INT32_MAX is then the negative int32 of its bits (the compact encoding before master). Else NegativeSize
+    /// and ContainerSizeLimit.
+    pub negative_sizes: NegativeSizes,
+    /// How a compact varint32 (an i16, i32, size or field id) is read.
+    pub varint32: Varint32Rule,
+}
+
+/// How the C accelerators of thrift versions read a compact varint32.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Varint32Rule {
+    /// Before thrift 0.24: as a varint64 (whose 10-byte limit is kept: the old loop had none), then its low 32
+    /// bits; a byte string's length whole (so that beyond INT32_MAX it is BinarySizeLimit).
+    Wide,
+    /// thrift 0.24: at most 5 bytes, the 5th byte's bits beyond 32 dropped.
+    Dropping,
+    /// thrift master (THRIFT-6145): at most 5 bytes, bits beyond 32 refused.
+    Refusing,
+}
+
+/// Which encodings let a negative size through (see [`Rules::negative_sizes`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NegativeSizes {
+    pub binary: bool,
+    pub compact: bool,
+}
+
+impl Rules {
+    pub const MASTER: Rules = Rules {
+        uuid: true,
+        negative_sizes: NegativeSizes {
+            binary: false,
+            compact: false,
+        },
+        varint32: Varint32Rule::Refusing,
+    };
+}
+
+impl Default for Rules {
+    fn default() -> Self {
+        Rules::MASTER
+    }
 }
 
 /// A byte slice as a header source: a short read consumes nothing and is `Eof`.

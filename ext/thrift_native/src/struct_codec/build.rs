@@ -5,7 +5,7 @@
 use magnus::rb_sys::protect;
 use magnus::{Error, Ruby};
 use rb_sys::VALUE;
-use thrift_native_core::codec::{Build, Ran, Values};
+use thrift_native_core::codec::{Build, Container, Ran, Values};
 use thrift_native_core::{uuid, CoreError};
 
 use super::defaults::{self, PendingDefaults};
@@ -146,6 +146,11 @@ impl Build<'static> for RubyBuilder<'_> {
 
     fn struct_begin(&mut self, s: &mut RubyStruct, native: bool) -> Result<(), Error> {
         let (obj, plan) = (s.obj, s.plan);
+        let reset = thrift().contract.reused_structs_reset;
+        if !s.fresh && !reset {
+            // Before thrift master an instance read into kept what the message does not set.
+            return Ok(());
+        }
         if plan.def.is_union() {
             rb::check_frozen(obj)?;
             for ivar in [IVAR_SETFIELD.get(), IVAR_VALUE.get()] {
@@ -165,6 +170,15 @@ impl Build<'static> for RubyBuilder<'_> {
         Ok(())
     }
 
+    /// Before thrift master a union's `@setfield` was set before its value was read.
+    #[inline(always)]
+    fn field_begin(&mut self, s: &mut RubyStruct, field: &'static FieldPlan) -> Result<(), Error> {
+        if s.plan.def.is_union() && !thrift().contract.reused_structs_reset {
+            rb::ivar_set(s.obj, IVAR_SETFIELD.get(), field.extra.symbol)?;
+        }
+        Ok(())
+    }
+
     #[inline(always)]
     fn set_field(
         &mut self,
@@ -174,7 +188,9 @@ impl Build<'static> for RubyBuilder<'_> {
         value: VALUE,
     ) -> Result<(), Error> {
         if s.plan.def.is_union() {
-            rb::ivar_set(s.obj, IVAR_SETFIELD.get(), field.extra.symbol)?;
+            if thrift().contract.reused_structs_reset {
+                rb::ivar_set(s.obj, IVAR_SETFIELD.get(), field.extra.symbol)?;
+            }
             return rb::ivar_set(s.obj, IVAR_VALUE.get(), value);
         }
         rb::ivar_set(s.obj, field.extra.ivar, value)?;
@@ -252,6 +268,23 @@ impl Build<'static> for RubyBuilder<'_> {
     #[inline(always)]
     fn map_end(&mut self, map: VALUE) -> VALUE {
         map
+    }
+
+    /// A negative size reaches here only before thrift 0.24. A list or set to read is refused (0.14-0.22:
+    /// ArgumentError from `rb_ary_new2`; 0.23: "Negative container size"), and a map too on 0.23; otherwise it is
+    /// read as empty.
+    fn negative_size(&mut self, container: Container, matched: bool) -> Result<(), Error> {
+        let refused = match container {
+            Container::List | Container::Set => matched,
+            Container::Map => thrift().contract.typed_errors,
+        };
+        if refused {
+            return Err(errors::from_core(
+                self.ruby,
+                CoreError::NegativeContainerSize,
+            ));
+        }
+        Ok(())
     }
 }
 

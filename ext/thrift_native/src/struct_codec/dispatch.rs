@@ -47,23 +47,33 @@ fn header_entry(header: VALUE, i: i64) -> Result<VALUE, Error> {
 }
 
 /// The C accelerator's `container_size(size)`: a Fixnum in 0..=INT32_MAX, else the contract's errors; other
-/// objects go through `prot.validate_container_size` (master only) and NUM2INT.
-fn container_size(protocol: VALUE, size: VALUE) -> Result<usize, Error> {
-    if let Some(n) = rb::fixnum_value(size) {
-        if n < 0 {
-            return Err(errors::negative_size());
-        }
-        if n > i64::from(i32::MAX) {
+/// objects go through `prot.validate_container_size` (master only) and NUM2INT. Before thrift 0.24 a negative size
+/// is let through (`(0, true)`: the builder says what it means), and before master a size beyond INT32_MAX met
+/// FIX2INT's RangeError.
+fn container_size(protocol: VALUE, size: VALUE) -> Result<(usize, bool), Error> {
+    let contract = &thrift().contract;
+    let n = match rb::fixnum_value(size) {
+        Some(n) if n > i64::from(i32::MAX) && contract.container_size_limit => {
             return Err(errors::protocol(
                 thrift().codes.size_limit,
                 "Container size limit exceeded",
             ));
         }
-        return Ok(n as usize);
+        Some(n) if n >= 0 && n <= i64::from(i32::MAX) => n,
+        Some(n) if n < 0 && !contract.negative_sizes_refused => n,
+        Some(n) if n < 0 => return Err(errors::negative_size()),
+        _ => {
+            if contract.container_size_limit {
+                rb::funcall(protocol, VALIDATE_CONTAINER_SIZE.get(), &[size])?;
+            }
+            rb::num2int(size)?.into()
+        }
+    };
+    match usize::try_from(n) {
+        Ok(n) => Ok((n, false)),
+        Err(_) if !contract.negative_sizes_refused => Ok((0, true)),
+        Err(_) => Err(errors::negative_size()),
     }
-    rb::funcall(protocol, VALIDATE_CONTAINER_SIZE.get(), &[size])?;
-    let n = rb::num2int(size)?;
-    usize::try_from(n).map_err(|_| errors::negative_size())
 }
 
 fn read_method(kind: Scalar) -> &'static StaticId {
@@ -128,8 +138,13 @@ impl<'r> Source<RubyBuilder<'r>> for DispatchSource {
         let header = self.call(&READ_MAP_BEGIN)?;
         let key = rb::to_i64(header_entry(header, 0)?)?;
         let value = rb::to_i64(header_entry(header, 1)?)?;
-        let size = container_size(self.protocol, header_entry(header, 2)?)?;
-        Ok(MapBegin { key, value, size })
+        let (size, negative) = container_size(self.protocol, header_entry(header, 2)?)?;
+        Ok(MapBegin {
+            key,
+            value,
+            size,
+            negative,
+        })
     }
 
     fn map_end(&mut self) -> Result<(), Error> {
@@ -143,8 +158,12 @@ impl<'r> Source<RubyBuilder<'r>> for DispatchSource {
         };
         let header = self.call(method)?;
         let element = rb::to_i64(header_entry(header, 0)?)?;
-        let size = container_size(self.protocol, header_entry(header, 1)?)?;
-        Ok(ListBegin { element, size })
+        let (size, negative) = container_size(self.protocol, header_entry(header, 1)?)?;
+        Ok(ListBegin {
+            element,
+            size,
+            negative,
+        })
     }
 
     fn list_end(&mut self, seq: Sequence) -> Result<(), Error> {

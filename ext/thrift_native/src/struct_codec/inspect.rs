@@ -30,6 +30,17 @@ fn kind_of(v: VALUE, class: VALUE) -> bool {
     unsafe { rb_sys::rb_obj_is_kind_of(v, class) == rb::QTRUE }
 }
 
+/// Whether a SET field's value is written as a Set: any Set on thrift master (THRIFT-6104); before, only an instance
+/// of exactly `::Set` (`CLASS_OF(v) == rb_cSet`: no subclass, no singleton class).
+fn is_set(v: VALUE) -> bool {
+    let set = thrift().set_class;
+    if thrift().contract.set_subclass_writes {
+        kind_of(v, set)
+    } else {
+        rb::is_exact_instance(v, set)
+    }
+}
+
 /// The value of an Integer that fits `min..=max`, when it is a Fixnum.
 #[inline(always)]
 fn fixnum_in(v: VALUE, min: i64, max: i64) -> Option<i64> {
@@ -177,9 +188,9 @@ impl Inspect<'static> for RubyValues<'_> {
         Ok(())
     }
 
-    /// A Set (or subclass) whose elements are the keys of its `@hash` (Ruby 3.1's Set).
+    /// A Set ([`is_set`]) whose elements are the keys of its `@hash` (Ruby 3.1's Set).
     fn set_keys(&self, set: VALUE) -> Option<(VALUE, usize)> {
-        if !kind_of(set, thrift().set_class) {
+        if !is_set(set) {
             return None;
         }
         let hash = rb::ivar_get(set, IVAR_HASH.get());
@@ -195,7 +206,7 @@ impl Inspect<'static> for RubyValues<'_> {
         if rb::is_array(set) {
             return Ok(set);
         }
-        if kind_of(set, thrift().set_class) {
+        if is_set(set) {
             return rb::funcall(set, ENTRIES.get(), &[]);
         }
         rb::check_type(set, RUBY_T_HASH)?;

@@ -161,9 +161,9 @@ fn read(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<(), Error> {
     }
     match fast_protocol(protocol) {
         Fast::Binary { trans, encoder } => {
-            fast!(MemoryBuffer, BinaryIn::new, trans, encoder);
-            fast!(LayeredBuffer, BinaryIn::new, trans, encoder);
-            fast!(HeaderBuffer, BinaryIn::new, trans, encoder);
+            fast!(MemoryBuffer, binary_in, trans, encoder);
+            fast!(LayeredBuffer, binary_in, trans, encoder);
+            fast!(HeaderBuffer, binary_in, trans, encoder);
         }
         Fast::Compact { trans, encoder } => {
             fast!(MemoryBuffer, compact_in, trans, encoder);
@@ -176,14 +176,13 @@ fn read(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<(), Error> {
     read_struct(&mut src, b, target, &plan.def, depth).map(drop)
 }
 
-/// The compact decoder for the loaded thrift: before 0.23 compact type 13 is not UUID but an unknown type, as that
-/// version's C accelerator reads it.
+/// The decoders under the loaded thrift's wire rules (UUID, negative sizes, varint32 overflow).
+fn binary_in<H>(host: H) -> BinaryIn<H> {
+    BinaryIn::with_rules(host, thrift().contract.rules())
+}
+
 fn compact_in<H>(host: H) -> CompactIn<H> {
-    if thrift().has_uuid_type {
-        CompactIn::new(host)
-    } else {
-        CompactIn::without_uuid(host)
-    }
+    CompactIn::with_rules(host, thrift().contract.rules())
 }
 
 fn write_with<S>(

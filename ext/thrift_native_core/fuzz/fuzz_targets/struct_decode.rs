@@ -7,9 +7,22 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use thrift_native_core::codec::plain::{decode, encode, Class, Def, Encoding, Field, Type, Value};
+use thrift_native_core::codec::plain::{
+    decode, decode_with, encode, Class, Def, Encoding, Field, Type, Value,
+};
 use thrift_native_core::codec::{FieldDef, Kind, Scalar, StructDef, TypeDesc, DEFAULT_DEPTH};
+use thrift_native_core::wire::{NegativeSizes, Rules, Varint32Rule};
 use thrift_native_core::{ttype, CoreError};
+
+/// thrift 0.14-0.22's rules.
+const LEGACY: Rules = Rules {
+    uuid: false,
+    negative_sizes: NegativeSizes {
+        binary: true,
+        compact: true,
+    },
+    varint32: Varint32Rule::Wide,
+};
 
 /// A definition from bytes: a few fields with small ids (so that compact deltas and long ids both occur), types
 /// nested at most 4 deep, some structs unions. Running out of bytes ends the definition.
@@ -124,6 +137,11 @@ fuzz_target!(|data: &[u8]| {
     let def = DefBytes(def_bytes).struct_def(0);
 
     for encoding in [Encoding::Binary, Encoding::Compact] {
+        // The rules of a thrift before 0.23 (negative sizes reach the decoder): no panic, no more values than bytes.
+        if let Ok((value, consumed)) = decode_with(payload, encoding, &def, DEFAULT_DEPTH, LEGACY) {
+            assert!(consumed <= payload.len());
+            assert!(value.nodes() <= consumed);
+        }
         let Ok((value, consumed)) = decode(payload, encoding, &def, DEFAULT_DEPTH) else {
             continue;
         };

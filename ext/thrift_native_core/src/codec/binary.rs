@@ -4,17 +4,24 @@
 use super::read::{bytes_value, Host, Source, Values};
 use super::write::Encoder;
 use super::{FieldBegin, ListBegin, MapBegin, Primitive, Scalar, Sequence};
-use crate::binary::{self, read_field_header, read_list_header, read_map_header, read_size};
+use crate::binary::{self, read_field_header, read_list_header, read_map_header, read_size_in};
+use crate::wire::Rules;
 
 /// The binary encoding read from a host's bytes.
 #[derive(Debug)]
 pub struct BinaryIn<H> {
     pub host: H,
+    /// The loaded thrift's: negative sizes let through before 0.24.
+    rules: Rules,
 }
 
 impl<H> BinaryIn<H> {
     pub fn new(host: H) -> Self {
-        BinaryIn { host }
+        BinaryIn::with_rules(host, Rules::MASTER)
+    }
+
+    pub fn with_rules(host: H, rules: Rules) -> Self {
+        BinaryIn { host, rules }
     }
 }
 
@@ -30,12 +37,12 @@ impl<H: Host, V: Values<Error = H::Error>> Source<V> for BinaryIn<H> {
 
     #[inline(always)]
     fn map_begin(&mut self) -> Result<MapBegin, H::Error> {
-        read_map_header(&mut self.host).map(MapBegin::from)
+        read_map_header(&mut self.host, self.rules).map(MapBegin::from)
     }
 
     #[inline(always)]
     fn list_begin(&mut self, _seq: Sequence) -> Result<ListBegin, H::Error> {
-        read_list_header(&mut self.host).map(ListBegin::from)
+        read_list_header(&mut self.host, self.rules).map(ListBegin::from)
     }
 
     #[inline(always)]
@@ -49,7 +56,7 @@ impl<H: Host, V: Values<Error = H::Error>> Source<V> for BinaryIn<H> {
             Scalar::I64 => values.i64(binary::decode_i64(h.read_array()?)),
             Scalar::Double => values.double(binary::decode_double(h.read_array()?)),
             Scalar::String | Scalar::Binary => {
-                let n = read_size(h)?;
+                let n = read_size_in(h, self.rules)?;
                 bytes_value(h, kind, n, values)?
             }
             Scalar::Uuid => bytes_value(h, kind, 16, values)?,

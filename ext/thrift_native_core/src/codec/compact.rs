@@ -6,9 +6,10 @@ use super::read::{bytes_value, Host, Source, Values};
 use super::write::Encoder;
 use super::{FieldBegin, ListBegin, MapBegin, Primitive, Scalar, Sequence};
 use crate::compact::{
-    self, compact_type_of, ctype, read_field_header_in, read_list_header_in, read_map_header_in,
+    self, compact_type_of, ctype, read_field_header_in, read_list_header, read_map_header,
     read_size, zigzag32, zigzag64, Varint,
 };
+use crate::wire::Rules;
 use crate::{ttype, CoreError};
 
 /// The compact encoding read from a host's bytes.
@@ -17,24 +18,20 @@ pub struct CompactIn<H> {
     pub host: H,
     /// The id of the previous field of the struct being read.
     last_field: i64,
-    /// Whether compact type 13 is UUID (thrift 0.23 on) or an unknown type (before).
-    uuid: bool,
+    /// The loaded thrift's: UUID, sizes, varint32 overflow.
+    rules: Rules,
 }
 
 impl<H> CompactIn<H> {
     pub fn new(host: H) -> Self {
+        CompactIn::with_rules(host, Rules::MASTER)
+    }
+
+    pub fn with_rules(host: H, rules: Rules) -> Self {
         CompactIn {
             host,
             last_field: 0,
-            uuid: true,
-        }
-    }
-
-    /// For a thrift before 0.23, which has no UUID: compact type 13 is an unknown type.
-    pub fn without_uuid(host: H) -> Self {
-        CompactIn {
-            uuid: false,
-            ..CompactIn::new(host)
+            rules,
         }
     }
 }
@@ -57,7 +54,7 @@ impl<H: Host, V: Values<Error = H::Error>> Source<V> for CompactIn<H> {
 
     #[inline(always)]
     fn field_begin(&mut self) -> Result<FieldBegin, H::Error> {
-        let f = read_field_header_in(&mut self.host, &mut self.last_field, self.uuid)?;
+        let f = read_field_header_in(&mut self.host, &mut self.last_field, self.rules)?;
         if let Some(b) = f.bool_value {
             self.host.put_bool(b)?;
         }
@@ -66,12 +63,12 @@ impl<H: Host, V: Values<Error = H::Error>> Source<V> for CompactIn<H> {
 
     #[inline(always)]
     fn map_begin(&mut self) -> Result<MapBegin, H::Error> {
-        read_map_header_in(&mut self.host, self.uuid).map(MapBegin::from)
+        read_map_header(&mut self.host, self.rules).map(MapBegin::from)
     }
 
     #[inline(always)]
     fn list_begin(&mut self, _seq: Sequence) -> Result<ListBegin, H::Error> {
-        read_list_header_in(&mut self.host, self.uuid).map(ListBegin::from)
+        read_list_header(&mut self.host, self.rules).map(ListBegin::from)
     }
 
     #[inline(always)]
@@ -84,12 +81,12 @@ impl<H: Host, V: Values<Error = H::Error>> Source<V> for CompactIn<H> {
                 None => values.bool(h.read_byte()? == ctype::BOOLEAN_TRUE),
             },
             Scalar::Byte => values.byte(h.read_byte()? as i8),
-            Scalar::I16 => values.i16(compact::read_i16(h)?),
-            Scalar::I32 => values.i32(compact::read_i32(h)?),
+            Scalar::I16 => values.i16(compact::read_i16(h, self.rules)?),
+            Scalar::I32 => values.i32(compact::read_i32(h, self.rules)?),
             Scalar::I64 => values.i64(compact::read_i64(h)?),
             Scalar::Double => values.double(compact::decode_double(h.read_array()?)),
             Scalar::String | Scalar::Binary => {
-                let n = read_size(h, CoreError::BinarySizeLimit)?;
+                let n = read_size(h, self.rules)?;
                 bytes_value(h, kind, n, values)?
             }
             Scalar::Uuid => bytes_value(h, kind, 16, values)?,

@@ -20,7 +20,9 @@ mod write;
 #[cfg(test)]
 mod tests;
 
-pub use read::{read_struct, read_value, skip_natively, Build, Host, Ran, Source, Values};
+pub use read::{
+    read_struct, read_value, skip_natively, Build, Container, Host, Ran, Source, Values,
+};
 pub use write::{write_struct, write_union, write_value, Encoder, Inspect, Sink};
 
 /// `Thrift::Struct#read`'s default depth (`Thrift::DEFAULT_RECURSION_DEPTH`): a struct nested this deep, counting
@@ -105,17 +107,23 @@ pub struct FieldBegin {
     pub id: Option<i64>,
 }
 
+/// A list or set header as a source gives it. `negative`: the protocol answered a negative size (thrift before 0.24
+/// lets one through, [`crate::wire::Rules`]); `size` is then 0 and the builder says what it means
+/// ([`Build::negative_size`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ListBegin {
     pub element: i64,
     pub size: usize,
+    pub negative: bool,
 }
 
+/// A map header as a source gives it (`negative` as in [`ListBegin`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MapBegin {
     pub key: i64,
     pub value: i64,
     pub size: usize,
+    pub negative: bool,
 }
 
 impl From<crate::wire::ListHeader> for ListBegin {
@@ -123,7 +131,8 @@ impl From<crate::wire::ListHeader> for ListBegin {
     fn from(h: crate::wire::ListHeader) -> Self {
         ListBegin {
             element: h.element.into(),
-            size: h.size,
+            size: usize::try_from(h.size).unwrap_or(0),
+            negative: h.size < 0,
         }
     }
 }
@@ -134,7 +143,8 @@ impl From<crate::wire::MapHeader> for MapBegin {
         MapBegin {
             key: h.key.into(),
             value: h.value.into(),
-            size: h.size,
+            size: usize::try_from(h.size).unwrap_or(0),
+            negative: h.size < 0,
         }
     }
 }

@@ -5,12 +5,12 @@ use std::marker::PhantomData;
 
 use super::binary::{BinaryIn, BinaryOut};
 use super::compact::{CompactIn, CompactOut};
-use super::read::{read_struct, Build, Host, Ran, Values};
+use super::read::{read_struct, Build, Container, Host, Ran, Values};
 use super::write::{write_struct, write_union, Encoder, Inspect};
 use super::{FieldDef, Primitive, Scalar, StructDef, TypeDesc, DEFAULT_DEPTH};
 use crate::binary::Reader;
 use crate::compact::VarintStep;
-use crate::wire::WireInput;
+use crate::wire::{Rules, WireInput};
 use crate::CoreError;
 
 /// A struct or union type, as a [`Kind::Struct`](super::Kind::Struct) names it.
@@ -97,18 +97,29 @@ pub fn decode<'d>(
     def: &'d Def,
     depth: i64,
 ) -> Result<(Value<'d>, usize), CoreError> {
+    decode_with(bytes, encoding, def, depth, Rules::MASTER)
+}
+
+/// [`decode`] under an older thrift's `rules` (negative sizes, varint32 overflow, UUID).
+pub fn decode_with<'d>(
+    bytes: &[u8],
+    encoding: Encoding,
+    def: &'d Def,
+    depth: i64,
+    rules: Rules,
+) -> Result<(Value<'d>, usize), CoreError> {
     let depth = super::check_depth(depth)?;
     let host = SliceHost::new(bytes);
     let target = (def, vec![None; def.fields().len()]);
     let mut b = PlainBuilder::default();
     match encoding {
         Encoding::Binary => {
-            let mut src = BinaryIn::new(host);
+            let mut src = BinaryIn::with_rules(host, rules);
             let v = read_struct(&mut src, &mut b, target, def, depth)?;
             Ok((v, src.host.reader.position()))
         }
         Encoding::Compact => {
-            let mut src = CompactIn::new(host);
+            let mut src = CompactIn::with_rules(host, rules);
             let v = read_struct(&mut src, &mut b, target, def, depth)?;
             Ok((v, src.host.reader.position()))
         }
@@ -322,6 +333,14 @@ impl<'d> Build<'d> for PlainBuilder<'d> {
     }
     fn map_end(&mut self, map: Self::Map) -> Value<'d> {
         Value::Map(map)
+    }
+
+    /// As the C accelerator before thrift 0.23: a list or set to read is refused, anything else read as empty.
+    fn negative_size(&mut self, container: Container, matched: bool) -> Result<(), CoreError> {
+        if matched && container != Container::Map {
+            return Err(CoreError::NegativeContainerSize);
+        }
+        Ok(())
     }
 }
 

@@ -58,6 +58,15 @@ pub trait Build<'d>: Values {
     /// Before the fields are read: a struct's defaults, a union's cleared state. `native`: the source reads bytes
     /// itself (no protocol method call will observe the object meanwhile).
     fn struct_begin(&mut self, s: &mut Self::Struct, native: bool) -> Result<(), Self::Error>;
+    /// A field matched on the wire, before its value is read (before thrift master a union's `@setfield` was set
+    /// here, so that a failed read left it set).
+    fn field_begin(
+        &mut self,
+        _s: &mut Self::Struct,
+        _field: &'d FieldDef<Self::Class, Self::Field>,
+    ) -> Result<(), Self::Error> {
+        Ok(())
+    }
     /// A field read off the wire: `index` is its place in declaration order.
     fn set_field(
         &mut self,
@@ -95,6 +104,19 @@ pub trait Build<'d>: Values {
         fresh: bool,
     ) -> Result<Ran, Self::Error>;
     fn map_end(&mut self, map: Self::Map) -> Self::Value;
+
+    /// A container the source declared with a negative size ([`ListBegin::negative`]), before anything else is
+    /// made of it: `matched` says whether its element types are the declared ones. `Ok` reads it as empty (a list
+    /// or set whose types differ is then nil, a map as its types say); else the error to raise.
+    fn negative_size(&mut self, container: Container, matched: bool) -> Result<(), Self::Error>;
+}
+
+/// The kinds of container, for [`Build::negative_size`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Container {
+    List,
+    Set,
+    Map,
 }
 
 /// Where a struct's headers and scalars come from: the bytes of one encoding, or a protocol object's methods. The
@@ -227,6 +249,7 @@ where
 {
     match def.matching(header) {
         Some((index, field)) => {
+            b.field_begin(s, field)?;
             let value = read_value(src, b, &field.ty, depth)?;
             b.set_field(s, index, field, value)
         }
@@ -283,7 +306,11 @@ where
         }
         Kind::List(element) => {
             let header = src.list_begin(Sequence::List)?;
-            let value = match element.as_deref().filter(|e| e.code == header.element) {
+            let matched = element.as_deref().filter(|e| e.code == header.element);
+            if header.negative {
+                b.negative_size(Container::List, matched.is_some())?;
+            }
+            let value = match matched {
                 Some(e) => {
                     let mut list = b.list_new(reservation(header.size, src.remaining()));
                     for _ in 0..header.size {
@@ -299,7 +326,11 @@ where
         }
         Kind::Set(element) => {
             let header = src.list_begin(Sequence::Set)?;
-            let value = match element.as_deref().filter(|e| e.code == header.element) {
+            let matched = element.as_deref().filter(|e| e.code == header.element);
+            if header.negative {
+                b.negative_size(Container::Set, matched.is_some())?;
+            }
+            let value = match matched {
                 Some(e) => {
                     let (mut set, ran) = b.set_new(reservation(header.size, src.remaining()))?;
                     if ran == Ran::HostCode {
@@ -322,10 +353,14 @@ where
         Kind::Map(key, value) => {
             let header = src.map_begin()?;
             let declared = key.as_deref().zip(value.as_deref());
+            let empty = header.size == 0 && !header.negative;
             // An empty map is read whatever its types say (the compact encoding sends none).
-            let result = match declared.filter(|(k, v)| {
-                header.size == 0 || (k.code == header.key && v.code == header.value)
-            }) {
+            let matched =
+                declared.filter(|(k, v)| empty || (k.code == header.key && v.code == header.value));
+            if header.negative {
+                b.negative_size(Container::Map, matched.is_some())?;
+            }
+            let result = match matched {
                 Some((k, v)) => {
                     let mut map = b.map_new(reservation(header.size, src.remaining()));
                     for _ in 0..header.size {

@@ -1,8 +1,9 @@
 //! The wire rules, each pinned to bytes. Every expected byte string was written by pure Ruby thrift 0.14
 //! (`BinaryProtocol` and `CompactProtocol`, `Struct#write`/`Union#write` of classes with the same `FIELDS`).
 
-use super::plain::{decode, encode, Class, Def, Encoding, Field, Type, Value};
+use super::plain::{decode, decode_with, encode, Class, Def, Encoding, Field, Type, Value};
 use super::{reservation, FieldDef, Kind, Scalar, StructDef, TypeDesc, DEFAULT_DEPTH};
+use crate::wire::{NegativeSizes, Rules};
 use crate::{ttype, CoreError};
 
 use Encoding::{Binary, Compact};
@@ -539,4 +540,79 @@ fn uuids_and_binaries_are_their_bytes() {
             Ok((v.clone(), bytes.len()))
         );
     }
+}
+
+/// Before thrift 0.24 the binary protocol answers a negative size (before master, the compact one a size beyond
+/// INT32_MAX as one), and the struct decoder of thrift 0.14-0.22 read it as the C accelerator did: a list or set to
+/// read is refused, one of other element types is nil with nothing skipped, a map of the declared types is empty.
+#[test]
+fn before_thrift_0_24_negative_sizes_reach_the_struct_decoder() {
+    let mut legacy = Rules::MASTER;
+    legacy.negative_sizes = NegativeSizes {
+        binary: true,
+        compact: true,
+    };
+    let d = def(vec![
+        (1, list(scalar(Scalar::I32))),
+        (2, map(scalar(Scalar::I32), scalar(Scalar::I32))),
+        (3, scalar(Scalar::String)),
+    ]);
+    let minus_one = [0xff, 0xff, 0xff, 0xff];
+    let cases: Vec<(Vec<u8>, Result<Value, CoreError>)> = vec![
+        // A list of i32s declared -1 long.
+        (
+            [&[15, 0, 1, 8][..], &minus_one, &[0]].concat(),
+            Err(CoreError::NegativeContainerSize),
+        ),
+        // A list of bytes for the i32 list: nil, nothing skipped, then field 3 (a negative length: "").
+        (
+            [
+                &[15, 0, 1, 3][..],
+                &minus_one,
+                &[11, 0, 3],
+                &minus_one,
+                &[0],
+            ]
+            .concat(),
+            Ok(Value::Struct(
+                &d,
+                vec![None, None, Some(Value::String(Vec::new()))],
+            )),
+        ),
+        // A map of the declared types: empty; of others: nil.
+        (
+            [&[13, 0, 2, 8, 8][..], &minus_one, &[0]].concat(),
+            Ok(Value::Struct(
+                &d,
+                vec![None, Some(Value::Map(vec![])), None],
+            )),
+        ),
+        (
+            [&[13, 0, 2, 8, 3][..], &minus_one, &[0]].concat(),
+            Ok(Value::Struct(&d, vec![None, None, None])),
+        ),
+        // An unknown field's negative list: skipped, nothing in it.
+        (
+            [&[15, 0, 9, 8][..], &minus_one, &[0]].concat(),
+            Ok(Value::Struct(&d, vec![None, None, None])),
+        ),
+    ];
+    for (bytes, expected) in cases {
+        let got = decode_with(&bytes, Binary, &d, DEFAULT_DEPTH, legacy).map(|(v, _)| v);
+        assert_eq!(got, expected, "{bytes:02x?}");
+        assert_eq!(
+            decode(&bytes, Binary, &d, DEFAULT_DEPTH).map(|(v, _)| v),
+            Err(CoreError::NegativeSize)
+        );
+    }
+    // Compact: a size beyond INT32_MAX is the negative int32 of its bits.
+    let huge = [0x19, 0xf5, 0xff, 0xff, 0xff, 0xff, 0x0f, 0];
+    assert_eq!(
+        decode_with(&huge, Compact, &d, DEFAULT_DEPTH, legacy),
+        Err(CoreError::NegativeContainerSize)
+    );
+    assert_eq!(
+        decode(&huge, Compact, &d, DEFAULT_DEPTH),
+        Err(CoreError::ContainerSizeLimit)
+    );
 }
