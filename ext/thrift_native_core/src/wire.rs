@@ -53,8 +53,8 @@ pub struct ListHeader {
 }
 
 /// Where the C accelerators of thrift versions read the same bytes differently, what the loaded one does. The
-/// binding probes the loaded thrift for them; [`Rules::MASTER`] is thrift master's, and what the plain functions
-/// (`read_list_header`, ...) apply.
+/// binding probes the loaded thrift for them; [`Rules::MASTER`] is thrift master's, which the core's own decoders
+/// apply unless told otherwise (`BinaryIn::new`, `plain::decode`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Rules {
     /// Compact type 13 is UUID (thrift 0.23 on); before, it is an unknown type.
@@ -96,12 +96,6 @@ impl Rules {
         },
         varint32: Varint32Rule::Refusing,
     };
-}
-
-impl Default for Rules {
-    fn default() -> Self {
-        Rules::MASTER
-    }
 }
 
 /// A byte slice as a header source: a short read consumes nothing and is `Eof`.
