@@ -108,5 +108,7 @@ pub fn from_core(ruby: &Ruby, error: CoreError) -> Error {
             Error::new(ruby.exception_arg_error(), error.to_string())
         }
         CoreError::Unencodable => Error::new(ruby.exception_type_error(), error.to_string()),
+        // thrift master's; nothing of the JSON protocol is bound to Ruby yet (the core's encoder only).
+        CoreError::UnknownJsonType(_) => protocol(thrift().codes.invalid_data, &error.to_string()),
     }
 }

@@ -44,6 +44,9 @@ pub enum CoreError {
     /// A union whose set field is none of its declared fields, when it is written.
     #[error("set_field is not valid for this union!")]
     InvalidUnionField,
+    /// A Thrift type with no JSON type name, or a JSON type name with no Thrift type.
+    #[error("Unknown type id: {0}")]
+    UnknownJsonType(i64),
     /// `skip` of a type code that has no encoding (`BaseProtocol#skip`).
     #[error("Invalid data")]
     InvalidData,

@@ -13,6 +13,7 @@ pub mod compact;
 pub mod error;
 pub mod gzip;
 pub mod header;
+pub mod json;
 pub mod uuid;
 pub mod wire;
 

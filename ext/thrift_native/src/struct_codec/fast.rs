@@ -365,7 +365,10 @@ impl<E: Encoder> Sink<VALUE, RubyField> for FastSink<E> {
 
     #[inline(always)]
     fn field_end(&mut self) -> Result<(), Error> {
-        encode_or_dispatch!(self, field_end(), Ok(()))
+        encode_or_dispatch!(self, field_end(), {
+            self.encoder.field_end();
+            Ok(())
+        })
     }
 
     #[inline(always)]
@@ -387,7 +390,10 @@ impl<E: Encoder> Sink<VALUE, RubyField> for FastSink<E> {
 
     #[inline(always)]
     fn map_end(&mut self) -> Result<(), Error> {
-        encode_or_dispatch!(self, map_end(), Ok(()))
+        encode_or_dispatch!(self, map_end(), {
+            self.encoder.map_end();
+            Ok(())
+        })
     }
 
     #[inline(always)]
@@ -401,13 +407,16 @@ impl<E: Encoder> Sink<VALUE, RubyField> for FastSink<E> {
 
     #[inline(always)]
     fn list_end(&mut self, seq: Sequence) -> Result<(), Error> {
-        encode_or_dispatch!(self, list_end(seq), Ok(()))
+        encode_or_dispatch!(self, list_end(seq), {
+            self.encoder.list_end();
+            Ok(())
+        })
     }
 
     #[inline(always)]
     fn primitive(&mut self, kind: Scalar, p: Primitive<'_>) -> Result<(), Error> {
         encode_or_dispatch!(self, primitive(kind, p), {
-            self.encoder.primitive(p);
+            self.encoder.primitive(kind, p);
             Ok(())
         })
     }

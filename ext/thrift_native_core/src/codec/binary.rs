@@ -118,7 +118,7 @@ impl Encoder for BinaryOut {
     }
 
     #[inline(always)]
-    fn primitive(&mut self, p: Primitive<'_>) {
+    fn primitive(&mut self, _kind: Scalar, p: Primitive<'_>) {
         let out = &mut self.out;
         match p {
             Primitive::Bool(b) => out.push(u8::from(b)),

@@ -191,7 +191,7 @@ impl Encoder for CompactOut {
     }
 
     #[inline(always)]
-    fn primitive(&mut self, p: Primitive<'_>) {
+    fn primitive(&mut self, _kind: Scalar, p: Primitive<'_>) {
         match p {
             Primitive::Bool(b) => {
                 let compact_type = if b {

@@ -142,15 +142,19 @@ fn encode_with<E: Encoder>(
     mut sink: E,
     out: &mut Vec<u8>,
 ) -> Result<(), CoreError> {
-    let mut values = PlainValues::default();
-    let union = matches!(value, Value::Struct(def, _) if def.is_union());
-    let result = if union {
-        write_union(&mut values, &mut sink, value, DEFAULT_DEPTH)
-    } else {
-        write_struct(&mut values, &mut sink, value, DEFAULT_DEPTH)
-    };
+    let result = encode_to(value, &mut sink);
     *out = std::mem::take(sink.bytes());
     result
+}
+
+/// Encodes a struct or union value with any encoder (the JSON one included), which keeps what was written.
+pub fn encode_to<E: Encoder>(value: &Value<'_>, encoder: &mut E) -> Result<(), CoreError> {
+    let mut values = PlainValues::default();
+    if matches!(value, Value::Struct(def, _) if def.is_union()) {
+        write_union(&mut values, encoder, value, DEFAULT_DEPTH)
+    } else {
+        write_struct(&mut values, encoder, value, DEFAULT_DEPTH)
+    }
 }
 
 /// A byte slice as an encoding's host: a short read consumes nothing and is `Eof`; the compact bool value is kept

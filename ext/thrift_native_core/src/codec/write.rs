@@ -105,7 +105,12 @@ pub trait Encoder {
     fn field_stop(&mut self);
     fn map_begin(&mut self, key: i64, value: i64, size: usize) -> Result<(), CoreError>;
     fn list_begin(&mut self, element: i64, size: usize) -> Result<(), CoreError>;
-    fn primitive(&mut self, p: Primitive<'_>);
+    /// The ends of a field, a map and a list (or set): nothing in the binary and compact encodings.
+    fn field_end(&mut self) {}
+    fn map_end(&mut self) {}
+    fn list_end(&mut self) {}
+    /// A scalar of a declared `kind` (a string and a binary are both bytes).
+    fn primitive(&mut self, kind: Scalar, p: Primitive<'_>);
 }
 
 /// Writes a struct (never a union: see [`write_union`]): validation, then its set fields by ascending id, then STOP.
@@ -307,6 +312,7 @@ impl<V, F, E: Encoder> Sink<V, F> for E {
     }
 
     fn field_end(&mut self) -> Result<(), CoreError> {
+        Encoder::field_end(self);
         Ok(())
     }
 
@@ -320,6 +326,7 @@ impl<V, F, E: Encoder> Sink<V, F> for E {
     }
 
     fn map_end(&mut self) -> Result<(), CoreError> {
+        Encoder::map_end(self);
         Ok(())
     }
 
@@ -328,11 +335,12 @@ impl<V, F, E: Encoder> Sink<V, F> for E {
     }
 
     fn list_end(&mut self, _seq: Sequence) -> Result<(), CoreError> {
+        Encoder::list_end(self);
         Ok(())
     }
 
-    fn primitive(&mut self, _kind: Scalar, p: Primitive<'_>) -> Result<(), CoreError> {
-        Encoder::primitive(self, p);
+    fn primitive(&mut self, kind: Scalar, p: Primitive<'_>) -> Result<(), CoreError> {
+        Encoder::primitive(self, kind, p);
         Ok(())
     }
 
