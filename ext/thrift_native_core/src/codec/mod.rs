@@ -18,7 +18,7 @@ mod read;
 mod write;
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 pub use read::{
     read_struct, read_value, skip_natively, Build, Container, Host, Ran, Source, Values,

@@ -72,7 +72,7 @@ fn inner() -> Def {
 }
 
 /// `S`: fields 1..5, 20 and -3, declared in that order.
-fn s_def() -> Def {
+pub(crate) fn s_def() -> Def {
     def(vec![
         (1, scalar(Scalar::I32)),
         (2, scalar(Scalar::String)),
@@ -91,7 +91,7 @@ fn nested_def(def: &Def, index: usize) -> &Def {
     }
 }
 
-fn s_value(d: &Def) -> Value<'_> {
+pub(crate) fn s_value(d: &Def) -> Value<'_> {
     Value::Struct(
         d,
         vec![

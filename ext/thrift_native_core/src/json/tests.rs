@@ -2,7 +2,8 @@
 //! and master for these values).
 
 use super::*;
-use crate::codec::plain::{encode_to, Class, Def, Type, Value};
+use crate::codec::plain::{encode_to, Def, Type, Value};
+use crate::codec::tests::{s_def, s_value};
 use crate::codec::{FieldDef, Kind, StructDef, TypeDesc};
 
 fn scalar(code: u8, kind: Scalar) -> Type {
@@ -132,58 +133,12 @@ fn type_names_round_trip_and_uuid_needs_a_thrift_that_has_it() {
     }
 }
 
-/// pure Ruby 0.14: `Struct#write` with `JsonProtocol` over a MemoryBufferTransport.
+/// pure Ruby 0.14: `Struct#write` with `JsonProtocol` over a MemoryBufferTransport, of the codec tests' struct
+/// with every kind of field (`S`).
 #[test]
 fn structs_are_written_as_the_ruby_json_protocol_writes_them() {
-    let inner = def(vec![(1, scalar(4, Scalar::Double))]);
-    let s = def(vec![
-        (1, scalar(8, Scalar::I32)),
-        (2, scalar(11, Scalar::String)),
-        (
-            3,
-            TypeDesc {
-                code: 15,
-                kind: Kind::List(boxed(scalar(2, Scalar::Bool))),
-            },
-        ),
-        (
-            4,
-            TypeDesc {
-                code: 13,
-                kind: Kind::Map(
-                    boxed(scalar(11, Scalar::String)),
-                    boxed(scalar(10, Scalar::I64)),
-                ),
-            },
-        ),
-        (5, scalar(2, Scalar::Bool)),
-        (
-            20,
-            TypeDesc {
-                code: 12,
-                kind: Kind::Struct(Class(Box::new(inner))),
-            },
-        ),
-        (-3, scalar(6, Scalar::I16)),
-    ]);
-    let Kind::Struct(Class(inner)) = &s.fields()[5].ty.kind else {
-        unreachable!()
-    };
-    let v = Value::Struct(
-        &s,
-        vec![
-            Some(Value::I32(42)),
-            Some(Value::String(b"hi".to_vec())),
-            Some(Value::List(vec![Value::Bool(true), Value::Bool(false)])),
-            Some(Value::Map(vec![(
-                Value::String(b"a".to_vec()),
-                Value::I64(-1),
-            )])),
-            Some(Value::Bool(true)),
-            Some(Value::Struct(inner, vec![Some(Value::Double(1.5))])),
-            Some(Value::I16(-300)),
-        ],
-    );
+    let s = s_def();
+    let v = s_value(&s);
     let expected = br#"{"-3":{"i16":-300},"1":{"i32":42},"2":{"str":"hi"},"3":{"lst":["tf",2,1,0]},"4":{"map":["str","i64",1,{"a":-1}]},"5":{"tf":1},"20":{"rec":{"1":{"dbl":1.5}}}}"#;
     assert_eq!(json(&v, Context::Top).0, expected.to_vec());
 }
