@@ -70,14 +70,16 @@ def table(results)
 end
 
 # results: { protocol => { op => { impl => row } } }
-def struct_table(results, impls = IMPLS)
-  header = ["protocol", "scenario", *impls.map { |i| "#{LABELS[i]} s" }, "vs C", *impls.map { |i| "#{LABELS[i]} obj/op" }]
+# `versus`: what 'vs' compares thrift_native with, the first of them measured (the newest C, or pure Ruby).
+def struct_table(results, impls = IMPLS, versus: %w[c-master c])
+  header = ["protocol", "scenario", *impls.map { |i| "#{LABELS[i]} s" }, versus == %w[pure] ? "vs pure Ruby" : "vs C",
+            *impls.map { |i| "#{LABELS[i]} obj/op" }]
   rows = results.flat_map do |protocol, by_op|
     by_op.map do |op, by_impl|
-      c, ours = by_impl["c-master"] || by_impl["c"], by_impl["ours"] || by_impl["ours-master"]
+      base, ours = by_impl.values_at(*versus).compact.first, by_impl["ours"] || by_impl["ours-master"]
       any = by_impl.values.first
       label = "#{op} (#{any["count"]}x, #{any["bytes"]} B)"
-      speedup = c && ours ? format("%.2fx", c["seconds"] / ours["seconds"]) : "n/a"
+      speedup = base && ours ? format("%.2fx", base["seconds"] / ours["seconds"]) : "n/a"
       [protocol, label, *impls.map { |i| by_impl[i] ? format("%.4f", by_impl[i]["seconds"]) : "n/a" }, speedup,
        *impls.map { |i| by_impl[i] ? format("%.2f", by_impl[i]["objects_per_op"]) : "n/a" }]
     end
@@ -128,6 +130,13 @@ puts "\nStruct read/write over a MemoryBufferTransport (total seconds for the co
      "n/a under pure Ruby: a thrift before 0.20 cannot write structs on Ruby 3.2+, its BaseProtocol names Fixnum)\n\n"
 puts struct_table(structs)
 save("structs", structs)
+
+json = { "json" => run_rounds("structs.rb", "json", key: "seconds") }
+puts "\nStruct read/write through Thrift::JsonProtocol over a MemoryBufferTransport, which no C accelerator covers (the " \
+     "C column: the C accelerator's struct code calling the pure-Ruby protocol's methods; thrift_native writes " \
+     "natively, and reads through the protocol's Ruby methods so far; a smaller large struct than above)\n\n"
+puts struct_table(json, versus: %w[pure])
+save("json_structs", json)
 
 stacks = PROTOCOLS.to_h { |protocol| [protocol, run_rounds("stacks.rb", protocol, key: "seconds")] }
 puts "\nStruct read/write through transport stacks, one message (write + flush) per struct: a MemoryBufferTransport, " \

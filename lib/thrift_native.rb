@@ -97,10 +97,12 @@ module ThriftNative
     end
   end
 
-  # Classes none of whose methods are ours but whose behaviour the struct codec reproduces natively: with thrift
-  # master, HeaderProtocol and the pure-Ruby BinaryProtocol it delegates to.
+  # Classes none of whose methods are ours but whose behaviour the struct codec reproduces natively: JsonProtocol and
+  # its contexts; with thrift master, HeaderProtocol and the pure-Ruby BinaryProtocol it delegates to.
   HEADER = defined?(::Thrift::HeaderTransport) && NATIVE_METHODS.key?(::Thrift::HeaderTransport)
-  RELIED_ON = (HEADER ? [::Thrift::HeaderProtocol, ::Thrift::BinaryProtocol] : []).freeze
+  JSON_CLASSES = [::Thrift::JsonProtocol, ::Thrift::JSONContext, ::Thrift::JSONPairContext, ::Thrift::JSONListContext].freeze
+  RELIED_ON = (JSON_CLASSES + (HEADER ? [::Thrift::HeaderProtocol, ::Thrift::BinaryProtocol] : [])).freeze
+  private_constant :JSON_CLASSES
   private_constant :HEADER
   private_constant :RELIED_ON
 
@@ -109,6 +111,7 @@ module ThriftNative
   ::Thrift::BufferedTransport.singleton_class.prepend(FastPathGuard)
   ::Thrift::BinaryProtocolAccelerated.singleton_class.prepend(FastPathGuard)
   ::Thrift::CompactProtocol.singleton_class.prepend(FastPathGuard)
+  JSON_CLASSES.each { |klass| klass.singleton_class.prepend(FastPathGuard) }
 
   # HeaderTransport's ZLIB transform is native while Zlib::Inflate and Zlib::Deflate are as loaded; a mock of
   # `Zlib::Inflate.new` (or any change to their methods) sends that direction back through Zlib.
@@ -125,7 +128,7 @@ module ThriftNative
   # thrift master's THeader classes, where the loaded thrift has them.
   if HEADER
     ::Thrift::HeaderTransport.singleton_class.prepend(FastPathGuard)
-    RELIED_ON.each { |klass| klass.singleton_class.prepend(FastPathGuard) }
+    [::Thrift::HeaderProtocol, ::Thrift::BinaryProtocol].each { |klass| klass.singleton_class.prepend(FastPathGuard) }
     [::Zlib::Inflate, ::Zlib::Deflate].each { |klass| klass.singleton_class.prepend(ZlibGuard) }
   end
 end

@@ -79,7 +79,12 @@ RSpec.describe "Loading thrift_native" do
       varint32_limit: Thrift::CompactProtocol.const_defined?(:MAX_VARINT32_BYTES, false),
       varint32_overflow_refused: Thrift::CompactProtocol.const_defined?(:MAX_VARINT32_LAST_BYTE, false),
       reused_structs_reset: Thrift::CompactProtocol.const_defined?(:I16_MAX, false),
-      set_subclass_writes: Thrift::CompactProtocol.const_defined?(:I16_MAX, false)
+      set_subclass_writes: Thrift::CompactProtocol.const_defined?(:I16_MAX, false),
+      json_unknown_type_errors: begin
+        Thrift::JsonProtocol.allocate.get_type_name_for_type_id(0)
+      rescue NotImplementedError, StandardError => e
+        e.is_a?(Thrift::ProtocolException)
+      end
     )
   end
 

@@ -13,12 +13,14 @@ module Accelerator
     attr_reader :name
 
     # The protocol to use: BinaryProtocolAccelerated (pure Ruby: BinaryProtocol), or for "compact" the
-    # CompactProtocol, whose methods each accelerator replaces in place. The default comes from PROTOCOL.
+    # CompactProtocol, whose methods each accelerator replaces in place, or for "json" the JsonProtocol (pure Ruby in
+    # every thrift). The default comes from PROTOCOL.
     def protocol_class(protocol = ENV.fetch("PROTOCOL", "binary"))
       case protocol
       when "compact" then Thrift::CompactProtocol
+      when "json" then Thrift::JsonProtocol
       when "binary" then name.start_with?("pure") ? Thrift::BinaryProtocol : Thrift::BinaryProtocolAccelerated
-      else abort "unknown protocol #{protocol.inspect}: binary or compact"
+      else abort "unknown protocol #{protocol.inspect}: binary, compact or json"
       end
     end
 

@@ -30,6 +30,11 @@ module Thrift
     raise TransportException.new(TransportException::NEGATIVE_SIZE, "Negative size")
   end
 
+  # master's JsonProtocol raises ProtocolException for a type it has no name for.
+  JsonProtocol.define_method(:get_type_name_for_type_id) do |id|
+    raise ProtocolException.new(ProtocolException::INVALID_DATA, "Unknown type id: #{id}")
+  end
+
   # master's Struct#read clears what an instance holds first (THRIFT-6124).
   struct_read = Struct.instance_method(:read)
   Struct.define_method(:read) do |iprot, *rest|

@@ -407,16 +407,18 @@ RSpec.describe "Thrift::Struct and Thrift::Union read/write" do
       expect(target).to eq(c)
     end
 
-    it "encoding into a MemoryBufferTransport allocates nothing per struct" do
-      large = CodecSamples.large(3, 3)
-      small = CodecSamples.small
-      trans = Thrift::MemoryBufferTransport.new
-      prot = Thrift::BinaryProtocolAccelerated.new(trans)
-      large.write(prot)
-      trans.reset_buffer
-      expect(allocations_per(20) { small.write(prot) }).to eq(0)
-      trans.reset_buffer
-      expect(allocations_per(2) { large.write(prot) }).to eq(0)
+    [Thrift::BinaryProtocolAccelerated, Thrift::JsonProtocol].each do |protocol|
+      it "encoding into a MemoryBufferTransport allocates nothing per struct (#{protocol})" do
+        large = CodecSamples.large(3, 3)
+        small = CodecSamples.small
+        trans = Thrift::MemoryBufferTransport.new
+        prot = protocol.new(trans)
+        large.write(prot)
+        trans.reset_buffer
+        expect(allocations_per(20) { small.write(prot) }).to eq(0)
+        trans.reset_buffer
+        expect(allocations_per(2) { large.write(prot) }).to eq(0)
+      end
     end
   end
 

@@ -31,6 +31,15 @@ pub fn is_utf8_string(s: VALUE) -> bool {
     rb::is_string(s) && encoding_index(s) == ENCINDEX_UTF_8
 }
 
+/// A UTF-8 String whose bytes are valid UTF-8.
+#[inline(always)]
+pub fn is_valid_utf8_string(s: VALUE) -> bool {
+    // SAFETY: rb_enc_str_coderange scans (once, then caches) a String's bytes.
+    is_utf8_string(s)
+        && unsafe { rb_sys::rb_enc_str_coderange(s) }
+            != rb_sys::ruby_coderange_type::RUBY_ENC_CODERANGE_BROKEN as i32
+}
+
 /// `Thrift::Bytes.method(arg)`.
 fn call_bytes(method: &StaticId, arg: VALUE) -> Result<VALUE, Error> {
     rb::funcall(thrift().bytes, method.get(), &[arg])

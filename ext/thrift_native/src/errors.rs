@@ -108,7 +108,12 @@ pub fn from_core(ruby: &Ruby, error: CoreError) -> Error {
             Error::new(ruby.exception_arg_error(), error.to_string())
         }
         CoreError::Unencodable => Error::new(ruby.exception_type_error(), error.to_string()),
-        // thrift master's; nothing of the JSON protocol is bound to Ruby yet (the core's encoder only).
-        CoreError::UnknownJsonType(_) => protocol(thrift().codes.invalid_data, &error.to_string()),
+        CoreError::UnknownJsonType(_) if thrift().contract.json_unknown_type_errors => {
+            protocol(thrift().codes.invalid_data, &error.to_string())
+        }
+        // Before thrift master JsonProtocol raised `NotImplementedError.new` (its message, the class name).
+        CoreError::UnknownJsonType(_) => {
+            Error::new(ruby.exception_not_imp_error(), "NotImplementedError")
+        }
     }
 }

@@ -42,6 +42,8 @@ fn method_changed(_rb_self: Value, class: Value, name: String) {
         .is_some_and(|h| h.protocol == class.as_raw())
     {
         struct_codec::header_protocol_method_changed();
+    } else if thrift::thrift().json.holds(class.as_raw()) {
+        struct_codec::json_method_changed();
     } else {
         layered::method_changed(class.as_raw(), &name);
     }
@@ -80,6 +82,7 @@ fn define_everything(ruby: &Ruby, namespace: RModule) -> Result<(), Error> {
         ("varint32_overflow_refused", c.varint32_overflow_refused),
         ("reused_structs_reset", c.reused_structs_reset),
         ("set_subclass_writes", c.set_subclass_writes),
+        ("json_unknown_type_errors", c.json_unknown_type_errors),
     ] {
         features.aset(ruby.to_symbol(name), value)?;
     }

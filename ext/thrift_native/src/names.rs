@@ -16,6 +16,14 @@ define_rb_intern!(
     IVAR_RESET_MESSAGE_SIZE => "@reset_message_size",
 );
 
+// Instance variables of Thrift::JsonProtocol and its contexts.
+define_rb_intern!(
+    IVAR_CONTEXT => "@context",
+    IVAR_CONTEXTS => "@contexts",
+    IVAR_FIRST => "@first",
+    IVAR_COLON => "@colon",
+);
+
 // Instance variables of unions and of Ruby 3.1's Set.
 define_rb_intern!(
     IVAR_SETFIELD => "@setfield",

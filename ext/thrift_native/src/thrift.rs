@@ -73,6 +73,8 @@ pub struct Thrift {
     pub default_recursion_depth: i64,
     /// HeaderTransport and HeaderProtocol, when the library has them (thrift master).
     pub header: Option<HeaderClasses>,
+    /// `Thrift::JsonProtocol` and its three context classes (every supported thrift has them).
+    pub json: JsonClasses,
     /// Where the C accelerators of thrift versions differ, which one the loaded library calls for.
     pub contract: Contract,
 }
@@ -136,6 +138,9 @@ pub struct Contract {
     /// `Struct#write` takes any `Set` (a subclass, a Set with singleton methods) as a set. Before, only an instance
     /// of exactly `::Set`; anything else had to be a Hash (TypeError).
     pub set_subclass_writes: bool,
+    /// thrift master (THRIFT-6126's JSON part: the pure `JsonProtocol#get_type_id_for_type_name` raises it): a type
+    /// with no JSON name is ProtocolException(INVALID_DATA, "Unknown type id: N"). Before, NotImplementedError.
+    pub json_unknown_type_errors: bool,
 }
 
 impl Contract {
@@ -155,6 +160,23 @@ impl Contract {
                 Varint32Rule::Wide
             },
         }
+    }
+}
+
+/// `Thrift::JsonProtocol` and the contexts it keeps in `@context` (`JSONContext`, `JSONPairContext`,
+/// `JSONListContext`), whose Ruby methods the struct codec's JSON encoder reproduces.
+#[derive(Debug)]
+pub struct JsonClasses {
+    pub protocol: VALUE,
+    pub top: VALUE,
+    pub pair: VALUE,
+    pub list: VALUE,
+}
+
+impl JsonClasses {
+    /// Whether `class` is one of them.
+    pub fn holds(&self, class: VALUE) -> bool {
+        [self.protocol, self.top, self.pair, self.list].contains(&class)
     }
 }
 
@@ -334,6 +356,17 @@ pub fn probe(ruby: &Ruby) -> Result<&'static Thrift, Error> {
              o.instance_variable_get(:@a).nil?",
         ),
         set_subclass_writes: memory_buffer_fixes,
+        json_unknown_type_errors: behaves(
+            ruby,
+            "begin; Thrift::JsonProtocol.allocate.get_type_name_for_type_id(0); false
+             rescue Thrift::ProtocolException; true; end",
+        ),
+    };
+    let json = JsonClasses {
+        protocol: pinned(const_value(module, "JsonProtocol")?),
+        top: pinned(const_value(module, "JSONContext")?),
+        pair: pinned(const_value(module, "JSONPairContext")?),
+        list: pinned(const_value(module, "JSONListContext")?),
     };
 
     let found = Thrift {
@@ -361,6 +394,7 @@ pub fn probe(ruby: &Ruby) -> Result<&'static Thrift, Error> {
         has_uuid_type,
         default_recursion_depth,
         header,
+        json,
         contract,
     };
     let _ = THRIFT.set(found);

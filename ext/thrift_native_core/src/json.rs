@@ -212,6 +212,17 @@ impl JsonOut {
         self.context
     }
 
+    /// The contexts around the current one, outermost first: the one the struct is written in, then those opened
+    /// since.
+    pub fn stack(&self) -> &[Context] {
+        &self.stack
+    }
+
+    /// The current context as code of the host (Ruby's own protocol methods) left it after writing a value.
+    pub fn set_context(&mut self, context: Context) {
+        self.context = context;
+    }
+
     /// Steps the context to the next element, writing its separator; whether its numbers are quoted.
     #[inline(always)]
     fn element(&mut self) -> bool {

@@ -1,5 +1,6 @@
 //! The fast path: the protocol is exactly `BinaryProtocolAccelerated` or `Thrift::CompactProtocol` with our methods,
-//! over a plain `MemoryBufferTransport` or an exact `FramedTransport` or `BufferedTransport`. The core's encodings
+//! over a plain `MemoryBufferTransport` or an exact `FramedTransport` or `BufferedTransport` (writing, also an exact
+//! `Thrift::JsonProtocol`: [`super::json`]). The core's encodings
 //! read from the transport's buffer ([`BufferHost`]: `@buf` at `@index`, or `@rbuf` at `@index`, refilled through
 //! the transport's methods) and write into a Rust buffer appended to `@buf` or `@wbuf` ([`FastSink`]).
 //!
@@ -12,8 +13,8 @@ use std::cell::Cell;
 
 use magnus::{Error, Ruby};
 use rb_sys::VALUE;
-use thrift_native_core::codec::binary::BinaryIn;
-use thrift_native_core::codec::compact::CompactIn;
+use thrift_native_core::codec::binary::{BinaryIn, BinaryOut};
+use thrift_native_core::codec::compact::{CompactIn, CompactOut};
 use thrift_native_core::codec::{
     Encoder, FieldBegin, FieldDef, Host, ListBegin, MapBegin, Primitive, Scalar, Sequence, Sink,
     Source,
@@ -263,7 +264,7 @@ pub struct FastSink<E> {
 
 /// `encoder` over `trans`'s buffer, if the fast path may append to it. `protocol`: the one the struct was given
 /// (whose methods write the values the encoder leaves to them).
-pub fn sink<E: Encoder>(
+pub fn sink<E: Encoder + RubyState>(
     protocol: VALUE,
     trans: VALUE,
     encoder: impl FnOnce(Vec<u8>) -> E,
@@ -280,7 +281,29 @@ pub fn sink<E: Encoder>(
     })
 }
 
-impl<E: Encoder> FastSink<E> {
+/// What an encoder keeps that the protocol's Ruby methods keep in the protocol object (the JSON contexts): shown to
+/// those methods around a value they write ([`RubyState::show`], [`RubyState::take_back`]), and for good when they
+/// write the rest or the write failed ([`RubyState::leave`]); else given back at the end ([`RubyState::finish`]).
+pub trait RubyState {
+    fn show(&mut self) -> Result<(), Error> {
+        Ok(())
+    }
+    fn take_back(&mut self) -> Result<(), Error> {
+        Ok(())
+    }
+    fn leave(&mut self) -> Result<(), Error> {
+        Ok(())
+    }
+    fn finish(&mut self) -> Result<(), Error> {
+        Ok(())
+    }
+}
+
+/// The binary and compact protocols keep nothing a struct write changes.
+impl RubyState for BinaryOut {}
+impl RubyState for CompactOut {}
+
+impl<E: Encoder + RubyState> FastSink<E> {
     /// Appends what has gathered to the transport's buffer.
     fn flush(&mut self) -> Result<(), Error> {
         let out = self.encoder.bytes();
@@ -292,12 +315,18 @@ impl<E: Encoder> FastSink<E> {
         result
     }
 
-    /// The last flush; the buffer goes back for the next call.
-    pub fn finish(mut self) -> Result<(), Error> {
+    /// The last flush, and the protocol's state as the write leaves it (`ok`: it succeeded); the buffer goes back for
+    /// the next call.
+    pub fn finish(mut self, ok: bool) -> Result<(), Error> {
         let result = self.flush();
+        let state = if ok {
+            self.encoder.finish()
+        } else {
+            self.encoder.leave()
+        };
         let out = std::mem::take(self.encoder.bytes());
         SCRATCH.with(|s| s.set(out));
-        result
+        result.and(state)
     }
 }
 
@@ -316,7 +345,7 @@ macro_rules! encode_or_dispatch {
     };
 }
 
-impl<E: Encoder> Sink<VALUE, RubyField> for FastSink<E> {
+impl<E: Encoder + RubyState> Sink<VALUE, RubyField> for FastSink<E> {
     type Error = Error;
 
     #[inline(always)]
@@ -331,7 +360,10 @@ impl<E: Encoder> Sink<VALUE, RubyField> for FastSink<E> {
         if self.lost.is_none() {
             match self.target.resume(self.trans) {
                 Some(target) => self.target = target,
-                None => self.lost = Some(DispatchSink::new(self.protocol)),
+                None => {
+                    self.encoder.leave()?;
+                    self.lost = Some(DispatchSink::new(self.protocol));
+                }
             }
         }
         result
@@ -428,7 +460,11 @@ impl<E: Encoder> Sink<VALUE, RubyField> for FastSink<E> {
             return dispatch.value(kind, v);
         }
         let protocol = self.protocol;
-        self.host(|| rb::funcall(protocol, write_method(kind).get(), &[v]))
-            .map(drop)
+        self.encoder.show()?;
+        self.host(|| rb::funcall(protocol, write_method(kind).get(), &[v]))?;
+        if self.lost.is_none() {
+            self.encoder.take_back()?;
+        }
+        Ok(())
     }
 }

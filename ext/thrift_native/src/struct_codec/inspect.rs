@@ -17,11 +17,18 @@ use crate::{bytes, errors, rb};
 
 pub struct RubyValues<'r> {
     ruby: &'r Ruby,
+    /// For `JsonProtocol`, whose Ruby methods differ: a double field takes only a Float (`write_double` of an
+    /// Integer raises), and a string only valid text (`write_json_string` of a broken one raises).
+    json: bool,
 }
 
 impl<'r> RubyValues<'r> {
     pub fn new(ruby: &'r Ruby) -> Self {
-        RubyValues { ruby }
+        RubyValues { ruby, json: false }
+    }
+
+    pub fn json(ruby: &'r Ruby) -> Self {
+        RubyValues { ruby, json: true }
     }
 }
 
@@ -53,6 +60,12 @@ fn plain_double(v: VALUE) -> Option<f64> {
     if let Some(n) = rb::fixnum_value(v) {
         return Some(n as f64);
     }
+    float_value(v)
+}
+
+/// A Float's value.
+#[inline(always)]
+fn float_value(v: VALUE) -> Option<f64> {
     let api = rb_sys::stable_api::get_default();
     // SAFETY: float_type_p checks the tag first; num2dbl of a Float cannot raise.
     unsafe {
@@ -121,9 +134,11 @@ impl Inspect<'static> for RubyValues<'_> {
             Scalar::I16 => Primitive::I16(fixnum_in(v, i16::MIN.into(), i16::MAX.into())? as i16),
             Scalar::I32 => Primitive::I32(fixnum_in(v, i32::MIN.into(), i32::MAX.into())? as i32),
             Scalar::I64 => Primitive::I64(rb::fixnum_value(v)?),
+            Scalar::Double if self.json => Primitive::Double(float_value(v)?),
             Scalar::Double => Primitive::Double(plain_double(v)?),
             Scalar::String | Scalar::Binary => {
                 let plain = match kind {
+                    Scalar::String if self.json => bytes::is_valid_utf8_string(v),
                     Scalar::String => bytes::is_utf8_string(v),
                     _ => bytes::is_binary_string(v),
                 };

@@ -16,6 +16,7 @@ mod defaults;
 mod dispatch;
 mod fast;
 mod inspect;
+mod json;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -62,6 +63,10 @@ pub fn pure_binary_method_changed() {
 
 pub fn header_protocol_method_changed() {
     HEADER_PROTOCOL_METHODS_UNCHANGED.store(false, Ordering::Relaxed);
+}
+
+pub fn json_method_changed() {
+    json::method_changed();
 }
 
 /// Which encoding the fast path may use for `protocol`: its transport, and the protocol object of that encoding
@@ -186,7 +191,7 @@ fn compact_in<H>(host: H) -> CompactIn<H> {
 }
 
 fn write_with<S>(
-    ruby: &Ruby,
+    values: &mut RubyValues,
     sink: &mut S,
     obj: VALUE,
     depth: i64,
@@ -195,7 +200,6 @@ fn write_with<S>(
 where
     S: Sink<VALUE, RubyField, Error = Error>,
 {
-    let values = &mut RubyValues::new(ruby);
     if union {
         write_union(values, sink, obj, depth)
     } else {
@@ -203,40 +207,51 @@ where
     }
 }
 
-fn write_fast<E: Encoder>(
-    ruby: &Ruby,
+fn write_fast<E: Encoder + fast::RubyState>(
+    values: &mut RubyValues,
     sink: Option<fast::FastSink<E>>,
     obj: VALUE,
     depth: i64,
     union: bool,
 ) -> Option<Result<(), Error>> {
     let mut sink = sink?;
-    let result = write_with(ruby, &mut sink, obj, depth, union);
-    let flushed = sink.finish();
-    Some(result.and(flushed))
+    let result = write_with(values, &mut sink, obj, depth, union);
+    let finished = sink.finish(result.is_ok());
+    Some(result.and(finished))
 }
 
 fn write(ruby: &Ruby, rb_self: Value, args: &[Value], union: bool) -> Result<(), Error> {
     let (protocol, depth) = parse_args(ruby, args)?;
     let obj = rb_self.as_raw();
+    let values = &mut RubyValues::new(ruby);
     let done = match fast_protocol(protocol) {
         Fast::Binary { trans, .. } => write_fast(
-            ruby,
+            values,
             fast::sink(protocol, trans, BinaryOut::new),
             obj,
             depth,
             union,
         ),
         Fast::Compact { trans, .. } => write_fast(
-            ruby,
+            values,
             fast::sink(protocol, trans, CompactOut::new),
             obj,
             depth,
             union,
         ),
-        Fast::No => None,
+        Fast::No => json::JsonEncoder::eligible(protocol).and_then(|(trans, parent, context)| {
+            let json_values = &mut RubyValues::json(ruby);
+            let encoder = |out| json::JsonEncoder::new(out, protocol, parent, context);
+            write_fast(
+                json_values,
+                fast::sink(protocol, trans, encoder),
+                obj,
+                depth,
+                union,
+            )
+        }),
     };
-    done.unwrap_or_else(|| write_with(ruby, &mut DispatchSink::new(protocol), obj, depth, union))
+    done.unwrap_or_else(|| write_with(values, &mut DispatchSink::new(protocol), obj, depth, union))
 }
 
 fn struct_write(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<(), Error> {

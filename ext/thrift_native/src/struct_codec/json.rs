@@ -1,0 +1,246 @@
+//! The JSON fast path of `Struct#write` and `Union#write`: an exact `Thrift::JsonProtocol` (its methods and its
+//! contexts' as the library defines them) over a plain MemoryBufferTransport is written by the core's `JsonOut` into
+//! the transport's buffer, with the bytes the protocol's Ruby methods write.
+//!
+//! The protocol keeps its contexts in Ruby objects (`@context`, and the `@contexts` stack); the encoder keeps them
+//! natively, starting from the one the struct is written in and storing that one's flags back at the end. A value the
+//! encoder leaves to the protocol's own method (a String in another encoding, an Integer out of range, nil) is
+//! written by that method with the encoder's contexts shown to it as Ruby objects, then taken back; after a failure,
+//! or once the transport is no longer plain, they stay shown, as the Ruby methods would have left them.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use magnus::rb_sys::protect;
+use magnus::Error;
+use rb_sys::VALUE;
+use thrift_native_core::codec::{Encoder, Primitive, Scalar};
+use thrift_native_core::json::{Context, JsonOut};
+use thrift_native_core::CoreError;
+
+use super::fast::RubyState;
+use crate::names::{IVAR_COLON, IVAR_CONTEXT, IVAR_CONTEXTS, IVAR_FIRST, IVAR_TRANS};
+use crate::rb;
+use crate::thrift::thrift;
+
+/// False once Ruby code changes a method of JsonProtocol or of its context classes: struct writes then call them.
+static JSON_METHODS_UNCHANGED: AtomicBool = AtomicBool::new(true);
+
+pub fn method_changed() {
+    JSON_METHODS_UNCHANGED.store(false, Ordering::Relaxed);
+}
+
+/// A context object's state: exactly one of the three context classes, its flags true or false.
+fn context_of(obj: VALUE) -> Option<Context> {
+    let j = &thrift().json;
+    let class = rb::heap_class(obj)?;
+    let flag = |ivar| match rb::ivar_get(obj, ivar) {
+        rb::QTRUE => Some(true),
+        rb::QFALSE => Some(false),
+        _ => None,
+    };
+    if class == j.top {
+        Some(Context::Top)
+    } else if class == j.pair {
+        Some(Context::Pair {
+            first: flag(IVAR_FIRST.get())?,
+            colon: flag(IVAR_COLON.get())?,
+        })
+    } else if class == j.list {
+        Some(Context::List {
+            first: flag(IVAR_FIRST.get())?,
+        })
+    } else {
+        None
+    }
+}
+
+fn flag(b: bool) -> VALUE {
+    if b {
+        rb::QTRUE
+    } else {
+        rb::QFALSE
+    }
+}
+
+/// Sets a context object's flags to `c`'s (the object is of `c`'s class).
+fn store(obj: VALUE, c: Context) -> Result<(), Error> {
+    match c {
+        Context::Top => Ok(()),
+        Context::Pair { first, colon } => {
+            rb::ivar_set(obj, IVAR_FIRST.get(), flag(first))?;
+            rb::ivar_set(obj, IVAR_COLON.get(), flag(colon))
+        }
+        Context::List { first } => rb::ivar_set(obj, IVAR_FIRST.get(), flag(first)),
+    }
+}
+
+/// A context object in `c`'s state, its ivars set in the order its `initialize` sets them.
+fn new_object(c: Context) -> Result<VALUE, Error> {
+    let j = &thrift().json;
+    let class = match c {
+        Context::Top => j.top,
+        Context::Pair { .. } => j.pair,
+        Context::List { .. } => j.list,
+    };
+    // SAFETY: protected; rb_obj_alloc runs the class's allocator.
+    let obj = protect(|| unsafe { rb_sys::rb_obj_alloc(class) })?;
+    store(obj, c)?;
+    Ok(obj)
+}
+
+/// The protocol's `@contexts`, which Ruby code may have made something else than an Array.
+fn contexts(protocol: VALUE) -> Result<VALUE, Error> {
+    let contexts = rb::ivar_get(protocol, IVAR_CONTEXTS.get());
+    rb::check_type(contexts, rb_sys::ruby_value_type::RUBY_T_ARRAY)?;
+    Ok(contexts)
+}
+
+/// The JSON encoder of a struct written through `protocol`.
+pub struct JsonEncoder {
+    out: JsonOut,
+    protocol: VALUE,
+    /// The context object the struct is written in (`@context` when the write began).
+    parent: VALUE,
+    /// The encoder's contexts are shown in the protocol's ivars (and pushed on its `@contexts`).
+    shown: bool,
+    /// They stay shown: the protocol's Ruby methods go on from them (the transport was lost, or the write failed).
+    left: bool,
+}
+
+impl JsonEncoder {
+    /// The transport and the context the struct is written in, when the fast path may write it: an exact
+    /// JsonProtocol whose Ruby methods (and its contexts') are the library's, its `@contexts` an Array and its
+    /// `@context` exactly one of the context classes.
+    pub fn eligible(protocol: VALUE) -> Option<(VALUE, VALUE, Context)> {
+        if !JSON_METHODS_UNCHANGED.load(Ordering::Relaxed)
+            || !rb::is_exact_instance(protocol, thrift().json.protocol)
+            || !rb::is_array(rb::ivar_get(protocol, IVAR_CONTEXTS.get()))
+        {
+            return None;
+        }
+        let parent = rb::ivar_get(protocol, IVAR_CONTEXT.get());
+        let context = context_of(parent)?;
+        Some((rb::ivar_get(protocol, IVAR_TRANS.get()), parent, context))
+    }
+
+    pub fn new(out: Vec<u8>, protocol: VALUE, parent: VALUE, context: Context) -> Self {
+        JsonEncoder {
+            out: JsonOut::new(out, context, thrift().has_uuid_type),
+            protocol,
+            parent,
+            shown: false,
+            left: false,
+        }
+    }
+}
+
+impl RubyState for JsonEncoder {
+    /// The parent takes the state of the outermost context, the ones opened since are pushed on `@contexts` as new
+    /// objects, and `@context` is the current one.
+    fn show(&mut self) -> Result<(), Error> {
+        if self.shown {
+            return Ok(());
+        }
+        self.shown = true;
+        let (stack, current) = (self.out.stack(), self.out.context());
+        let Some((&outermost, opened)) = stack.split_first() else {
+            return store(self.parent, current);
+        };
+        store(self.parent, outermost)?;
+        let contexts = contexts(self.protocol)?;
+        // SAFETY: `contexts` is an Array (checked).
+        unsafe { rb::ary_push(contexts, self.parent)? };
+        for &c in opened {
+            let obj = new_object(c)?;
+            // SAFETY: as above.
+            unsafe { rb::ary_push(contexts, obj)? };
+        }
+        rb::ivar_set(self.protocol, IVAR_CONTEXT.get(), new_object(current)?)
+    }
+
+    /// The current context's state from `@context`, then `@contexts` and `@context` as they were.
+    fn take_back(&mut self) -> Result<(), Error> {
+        if !self.shown || self.left {
+            return Ok(());
+        }
+        self.shown = false;
+        let current = rb::ivar_get(self.protocol, IVAR_CONTEXT.get());
+        match context_of(current) {
+            Some(c) => self.out.set_context(c),
+            // Ruby code gave the protocol a context of its own: its methods go on from it.
+            None => {
+                self.shown = true;
+                self.left = true;
+                return Ok(());
+            }
+        }
+        let contexts = contexts(self.protocol)?;
+        for _ in 0..self.out.stack().len() {
+            // SAFETY: `contexts` is an Array (checked).
+            unsafe { rb::ary_pop(contexts)? };
+        }
+        rb::ivar_set(self.protocol, IVAR_CONTEXT.get(), self.parent)
+    }
+
+    fn leave(&mut self) -> Result<(), Error> {
+        self.show()?;
+        self.left = true;
+        Ok(())
+    }
+
+    /// The parent context advanced past the struct.
+    fn finish(&mut self) -> Result<(), Error> {
+        if self.shown {
+            return Ok(());
+        }
+        store(self.parent, self.out.context())
+    }
+}
+
+impl Encoder for JsonEncoder {
+    #[inline(always)]
+    fn bytes(&mut self) -> &mut Vec<u8> {
+        self.out.bytes()
+    }
+
+    fn struct_begin(&mut self) -> i64 {
+        self.out.struct_begin()
+    }
+
+    fn struct_end(&mut self, saved: i64) {
+        self.out.struct_end(saved);
+    }
+
+    fn field_begin(&mut self, ttype: i64, id: i64) -> Result<(), CoreError> {
+        self.out.field_begin(ttype, id)
+    }
+
+    fn field_end(&mut self) {
+        self.out.field_end();
+    }
+
+    fn field_stop(&mut self) {
+        self.out.field_stop();
+    }
+
+    fn map_begin(&mut self, key: i64, value: i64, size: usize) -> Result<(), CoreError> {
+        self.out.map_begin(key, value, size)
+    }
+
+    fn map_end(&mut self) {
+        self.out.map_end();
+    }
+
+    fn list_begin(&mut self, element: i64, size: usize) -> Result<(), CoreError> {
+        self.out.list_begin(element, size)
+    }
+
+    fn list_end(&mut self) {
+        self.out.list_end();
+    }
+
+    #[inline(always)]
+    fn primitive(&mut self, kind: Scalar, p: Primitive<'_>) {
+        self.out.primitive(kind, p);
+    }
+}
