@@ -41,6 +41,8 @@ RSpec.describe "JsonProtocol struct writes, differentially" do
       expect(ours[name][2][1]).not_to be_empty, "#{name} leaves the contexts it failed in"
     end
     expect(ours[:goes_on_after_an_error][0]).to end_with(",3")
+    # The contexts shown to the protocol's methods are objects made mid-write: the same under GC.stress.
+    expect(ChildRuby.marshal(runner, "ours", env: { "GC_STRESS" => "1" })).to eq(pure)
   end
 
   it "calls the protocol's Ruby methods for every struct once one of them is redefined" do

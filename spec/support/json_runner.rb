@@ -5,7 +5,7 @@
 # `contexts` is the protocol's @context and @contexts afterwards (class names and ivars). Each case writes around
 # structs with the protocol's own methods (a message, a list of structs, a map value), or makes the struct codec
 # hand a value to the protocol's method (another encoding, nil, an Integer out of range or for a double), or fails
-# half-way (validate, an unknown type), then may go on writing.
+# half-way (validate, an unknown type), then may go on writing. With GC_STRESS=1 the cases run under GC.stress.
 require_relative "accelerator"
 Accelerator.load(ARGV.fetch(0))
 require_relative "codec_types"
@@ -56,4 +56,7 @@ cases = {
     end
   }
 }
-$stdout.write Marshal.dump(cases.transform_values(&:call))
+GC.stress = true if ENV["GC_STRESS"]
+outcomes = cases.transform_values(&:call)
+GC.stress = false
+$stdout.write Marshal.dump(outcomes)
