@@ -1,7 +1,8 @@
 # frozen_string_literal: true
 
 # Thrift::JsonProtocol, which is pure Ruby in every thrift and which no C accelerator covers: Struct#write and
-# Union#write through an exact JsonProtocol over a MemoryBufferTransport are written natively
+# Union#write through an exact JsonProtocol over a MemoryBufferTransport (or a FramedTransport or BufferedTransport)
+# are written natively
 # (ext/thrift_native/src/struct_codec/json.rs); everything else is the library's Ruby. Compared with pure Ruby, and
 # with the C accelerator's struct code (which calls the protocol's methods), each in a process of its own.
 RSpec.describe "JsonProtocol struct writes, differentially" do
@@ -14,6 +15,14 @@ RSpec.describe "JsonProtocol struct writes, differentially" do
       expect(bytes["ours"].sum(&:bytesize)).to be > 50_000
       expect(bytes["ours"]).to eq(bytes["pure"])
       expect(bytes["c"]).to eq(bytes["pure"])
+    end
+  end
+
+  it "writes them through a FramedTransport and a BufferedTransport to the pure Ruby library's bytes too" do
+    %w[framed buffered].each do |transport|
+      bytes = %w[pure ours].to_h { |a| [a, StructRuns.run(a, "json", "write", 4, 20, transport: transport)] }
+      expect(bytes["ours"].sum(&:bytesize)).to be > 20_000
+      expect(bytes["ours"]).to eq(bytes["pure"]), transport
     end
   end
 
