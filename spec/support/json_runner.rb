@@ -45,6 +45,7 @@ cases = {
   uuid_field: -> { written { |p| CodecTest::WithUuid.new(id: uuid).write(p) } },
   validate_fails: -> { written { |p| p.write_list_begin(12, 1); CodecTest::Scalars.new(a_color: 9).write(p) } },
   nested_validate_fails: -> { written { |p| CodecTest::Everything.new(scalars: CodecTest::Scalars.new(a_color: 9), version: 1).write(p) } },
+  frozen_contexts: -> { written { |p| p.instance_variable_get(:@contexts).freeze; leaf.write(p) } },
   goes_on_after_an_error: lambda {
     written do |p|
       begin

@@ -6,7 +6,8 @@
 //! natively, starting from the one the struct is written in and storing that one's flags back at the end. A value the
 //! encoder leaves to the protocol's own method (a String in another encoding, an Integer out of range, nil) is
 //! written by that method with the encoder's contexts shown to it as Ruby objects, then taken back; after a failure,
-//! or once the transport is no longer plain, they stay shown, as the Ruby methods would have left them.
+//! or once the transport is no longer plain, they stay shown, as the Ruby methods would have left them. Other Ruby
+//! code the write runs (`validate`, `Set#entries`, a union's `name_to_id`) sees the contexts as the write found them.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -110,15 +111,17 @@ pub struct JsonEncoder {
 impl JsonEncoder {
     /// The transport and the context the struct is written in, when the fast path may write it: an exact
     /// JsonProtocol whose Ruby methods (and its contexts') are the library's, its `@contexts` an Array and its
-    /// `@context` exactly one of the context classes.
+    /// `@context` exactly one of the context classes, none of them frozen (the Ruby methods would fail at once).
     pub fn eligible(protocol: VALUE) -> Option<(VALUE, VALUE, Context)> {
+        let contexts = rb::ivar_get(protocol, IVAR_CONTEXTS.get());
+        let parent = rb::ivar_get(protocol, IVAR_CONTEXT.get());
         if !JSON_METHODS_UNCHANGED.load(Ordering::Relaxed)
             || !rb::is_exact_instance(protocol, thrift().json.protocol)
-            || !rb::is_array(rb::ivar_get(protocol, IVAR_CONTEXTS.get()))
+            || !rb::is_array(contexts)
+            || [protocol, contexts, parent].into_iter().any(rb::is_frozen)
         {
             return None;
         }
-        let parent = rb::ivar_get(protocol, IVAR_CONTEXT.get());
         let context = context_of(parent)?;
         Some((rb::ivar_get(protocol, IVAR_TRANS.get()), parent, context))
     }
