@@ -288,8 +288,9 @@ pub trait RubyState {
     fn show(&mut self) -> Result<(), Error> {
         Ok(())
     }
-    fn take_back(&mut self) -> Result<(), Error> {
-        Ok(())
+    /// False when the state can no longer be taken back (Ruby code replaced it): the protocol's methods go on.
+    fn take_back(&mut self) -> Result<bool, Error> {
+        Ok(true)
     }
     fn leave(&mut self) -> Result<(), Error> {
         Ok(())
@@ -462,8 +463,8 @@ impl<E: Encoder + RubyState> Sink<VALUE, RubyField> for FastSink<E> {
         let protocol = self.protocol;
         self.encoder.show()?;
         self.host(|| rb::funcall(protocol, write_method(kind).get(), &[v]))?;
-        if self.lost.is_none() {
-            self.encoder.take_back()?;
+        if self.lost.is_none() && !self.encoder.take_back()? {
+            self.lost = Some(DispatchSink::new(self.protocol));
         }
         Ok(())
     }

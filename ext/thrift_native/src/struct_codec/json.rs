@@ -162,27 +162,25 @@ impl RubyState for JsonEncoder {
     }
 
     /// The current context's state from `@context`, then `@contexts` and `@context` as they were.
-    fn take_back(&mut self) -> Result<(), Error> {
+    fn take_back(&mut self) -> Result<bool, Error> {
         if !self.shown || self.left {
-            return Ok(());
+            return Ok(!self.left);
         }
-        self.shown = false;
         let current = rb::ivar_get(self.protocol, IVAR_CONTEXT.get());
-        match context_of(current) {
-            Some(c) => self.out.set_context(c),
+        let Some(c) = context_of(current) else {
             // Ruby code gave the protocol a context of its own: its methods go on from it.
-            None => {
-                self.shown = true;
-                self.left = true;
-                return Ok(());
-            }
-        }
+            self.left = true;
+            return Ok(false);
+        };
+        self.shown = false;
+        self.out.set_context(c);
         let contexts = contexts(self.protocol)?;
         for _ in 0..self.out.stack().len() {
             // SAFETY: `contexts` is an Array (checked).
             unsafe { rb::ary_pop(contexts)? };
         }
-        rb::ivar_set(self.protocol, IVAR_CONTEXT.get(), self.parent)
+        rb::ivar_set(self.protocol, IVAR_CONTEXT.get(), self.parent)?;
+        Ok(true)
     }
 
     fn leave(&mut self) -> Result<(), Error> {
