@@ -108,6 +108,8 @@ pub fn from_core(ruby: &Ruby, error: CoreError) -> Error {
             Error::new(ruby.exception_arg_error(), error.to_string())
         }
         CoreError::Unencodable => Error::new(ruby.exception_type_error(), error.to_string()),
+        // The JSON reader of the binding calls the protocol's method instead; never raised.
+        CoreError::JsonDeclined => Error::new(ruby.exception_runtime_error(), error.to_string()),
         CoreError::UnknownJsonType(_) if thrift().contract.json_unknown_type_errors => {
             protocol(thrift().codes.invalid_data, &error.to_string())
         }

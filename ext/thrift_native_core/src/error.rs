@@ -62,6 +62,10 @@ pub enum CoreError {
     /// A map declaration without its key or value type, reached while writing.
     #[error("container field info has no :key or :value")]
     MissingKeyOrValueType,
+    /// A JSON step the core does not read natively (the binding calls the protocol's Ruby method for it); only
+    /// reading from a plain slice reports it.
+    #[error("left to the JSON protocol's own methods")]
+    JsonDeclined,
     /// A value that is not of its declared type (a nil inside a container, say), which an encoder cannot write.
     #[error("value does not match its declared type")]
     Unencodable,

@@ -6,7 +6,11 @@
 //! is then the same byte by byte as the Ruby code's character by character (a character whose first byte is below
 //! `0`, 0x30, is a one-byte ASCII one; every other is written whole).
 
+mod read;
+
 use std::io::Write as _;
+
+pub use read::{JsonIn, JsonRules, JsonSlice};
 
 use base64::Engine as _;
 

@@ -126,6 +126,22 @@ pub fn decode_with<'d>(
     }
 }
 
+/// Decodes one struct or union of type `def` from the front of `bytes` as `Thrift::JsonProtocol` reads it at the top
+/// level; returns it and how many bytes it took (a byte still held past the struct counts as taken).
+pub fn decode_json<'d>(
+    bytes: &[u8],
+    def: &'d Def,
+    depth: i64,
+    rules: crate::json::JsonRules,
+) -> Result<(Value<'d>, usize), CoreError> {
+    let depth = super::check_depth(depth)?;
+    let json = crate::json::JsonIn::new(crate::json::Context::Top, None, rules);
+    let mut src = crate::json::JsonSlice::new(bytes, json);
+    let target = (def, vec![None; def.fields().len()]);
+    let v = read_struct(&mut src, &mut PlainBuilder::default(), target, def, depth)?;
+    Ok((v, src.position()))
+}
+
 /// Encodes a struct or union value, appending to `out` (which keeps what was written before an error).
 pub fn encode(value: &Value<'_>, encoding: Encoding, out: &mut Vec<u8>) -> Result<(), CoreError> {
     if !matches!(value, Value::Struct(..)) {

@@ -6,7 +6,7 @@ use crate::codec::plain::{encode_to, Def, Type, Value};
 use crate::codec::tests::{s_def, s_value};
 use crate::codec::{FieldDef, Kind, StructDef, TypeDesc};
 
-fn scalar(code: u8, kind: Scalar) -> Type {
+pub(crate) fn scalar(code: u8, kind: Scalar) -> Type {
     TypeDesc {
         code: code.into(),
         kind: Kind::Scalar(kind),
@@ -17,7 +17,7 @@ fn boxed(t: Type) -> Option<Box<Type>> {
     Some(Box::new(t))
 }
 
-fn def(fields: Vec<(i64, Type)>) -> Def {
+pub(crate) fn def(fields: Vec<(i64, Type)>) -> Def {
     let fields = fields
         .into_iter()
         .map(|(id, ty)| FieldDef { id, ty, extra: () })
