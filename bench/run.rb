@@ -133,8 +133,8 @@ save("structs", structs)
 
 json = { "json" => run_rounds("structs.rb", "json", key: "seconds") }
 puts "\nStruct read/write through Thrift::JsonProtocol over a MemoryBufferTransport, which no C accelerator covers (the " \
-     "C column: the C accelerator's struct code calling the pure-Ruby protocol's methods; thrift_native writes " \
-     "natively, and reads through the protocol's Ruby methods so far; a smaller large struct than above)\n\n"
+     "C column: the C accelerator's struct code calling the pure-Ruby protocol's methods; a smaller large struct " \
+     "than above)\n\n"
 puts struct_table(json, versus: %w[pure])
 save("json_structs", json)
 

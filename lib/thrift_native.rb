@@ -97,10 +97,14 @@ module ThriftNative
     end
   end
 
-  # Classes none of whose methods are ours but whose behaviour the struct codec reproduces natively: JsonProtocol and
-  # its contexts; with thrift master, HeaderProtocol and the pure-Ruby BinaryProtocol it delegates to.
+  # Classes none of whose methods are ours but whose behaviour the struct codec reproduces natively: JsonProtocol, its
+  # contexts, its lookahead reader and BaseProtocol (its `skip`); with thrift master, HeaderProtocol and the pure-Ruby
+  # BinaryProtocol it delegates to.
   HEADER = defined?(::Thrift::HeaderTransport) && NATIVE_METHODS.key?(::Thrift::HeaderTransport)
-  JSON_CLASSES = [::Thrift::JsonProtocol, ::Thrift::JSONContext, ::Thrift::JSONPairContext, ::Thrift::JSONListContext].freeze
+  JSON_CLASSES = [
+    ::Thrift::JsonProtocol, ::Thrift::JSONContext, ::Thrift::JSONPairContext, ::Thrift::JSONListContext,
+    ::Thrift::LookaheadReader, ::Thrift::BaseProtocol
+  ].freeze
   RELIED_ON = (JSON_CLASSES + (HEADER ? [::Thrift::HeaderProtocol, ::Thrift::BinaryProtocol] : [])).freeze
   private_constant :JSON_CLASSES
   private_constant :HEADER

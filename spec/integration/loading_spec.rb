@@ -84,7 +84,8 @@ RSpec.describe "Loading thrift_native" do
         Thrift::JsonProtocol.allocate.get_type_name_for_type_id(0)
       rescue NotImplementedError, StandardError => e
         e.is_a?(Thrift::ProtocolException)
-      end
+      end,
+      json_utf8_strings: Thrift::JsonProtocol.private_method_defined?(:decode_json_string)
     )
   end
 

@@ -35,6 +35,10 @@ module Thrift
     raise ProtocolException.new(ProtocolException::INVALID_DATA, "Unknown type id: #{id}")
   end
 
+  # master's JsonProtocol reads strings as UTF-8 (THRIFT-6130's trace: its private decode_json_string).
+  JsonProtocol.define_method(:decode_json_string) { |str| str.force_encoding(Encoding::UTF_8) }
+  JsonProtocol.send(:private, :decode_json_string)
+
   # master's Struct#read clears what an instance holds first (THRIFT-6124).
   struct_read = Struct.instance_method(:read)
   Struct.define_method(:read) do |iprot, *rest|

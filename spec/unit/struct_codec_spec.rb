@@ -407,6 +407,27 @@ RSpec.describe "Thrift::Struct and Thrift::Union read/write" do
       expect(target).to eq(c)
     end
 
+    it "decoding JSON allocates only the objects the result holds too (no object per step or per number)" do
+      trans = Thrift::MemoryBufferTransport.new
+      prot = Thrift::JsonProtocol.new(trans)
+      json = lambda do |obj|
+        trans.reset_buffer
+        obj.write(prot)
+        trans.read(trans.available)
+      end
+      small = CodecSamples.small
+      bytes = json.call(small)
+      target = CodecTest::Small.new
+      expect(read_allocations(100, trans, bytes) { target.read(prot) }).to eq(200)
+      expect(target).to eq(small)
+      c = CodecTest::Containers.new(leaves: [CodecTest::Leaf.new(id: 1), CodecTest::Leaf.new(id: 2)], i32s: [1, 2, 3],
+                                    string_to_int: { "one" => 1 }, int_set: Set[1, 2])
+      bytes = json.call(c)
+      target = CodecTest::Containers.new
+      expect(read_allocations(50, trans, bytes) { target.read(prot) }).to eq(50 * 8)
+      expect(target).to eq(c)
+    end
+
     [Thrift::BinaryProtocolAccelerated, Thrift::JsonProtocol].each do |protocol|
       it "encoding into a MemoryBufferTransport allocates nothing per struct (#{protocol})" do
         large = CodecSamples.large(3, 3)

@@ -83,6 +83,7 @@ fn define_everything(ruby: &Ruby, namespace: RModule) -> Result<(), Error> {
         ("reused_structs_reset", c.reused_structs_reset),
         ("set_subclass_writes", c.set_subclass_writes),
         ("json_unknown_type_errors", c.json_unknown_type_errors),
+        ("json_utf8_strings", c.json_utf8_strings),
     ] {
         features.aset(ruby.to_symbol(name), value)?;
     }

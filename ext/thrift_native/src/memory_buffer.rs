@@ -188,19 +188,31 @@ impl MemoryBuffer {
         result.map_err(|e| errors::from_core(ruby, e))
     }
 
-    /// Moves past `n` bytes ending in the state that `n` calls of `read_byte` leave: each of those compacts the
-    /// buffer as soon as the index reaches GARBAGE_BUFFER_SIZE, so the bytes after that point count from 0.
+    /// Moves past `n` bytes ending in the state that `n` calls of `read_byte` (or `read(1)`) leave: each of those
+    /// compacts the buffer as soon as the index reaches GARBAGE_BUFFER_SIZE, so the bytes after the last such point
+    /// count from 0. The buffer is cut once, where the last of those compactions would have cut it.
     #[inline(always)]
-    fn advance_bytewise(&mut self, n: usize) -> Result<(), Error> {
-        let until_compaction = thrift()
-            .garbage_buffer_size
-            .saturating_sub(self.index)
-            .max(1);
-        if self.frozen || until_compaction >= n {
+    pub fn advance_bytewise(&mut self, n: usize) -> Result<(), Error> {
+        let size = thrift().garbage_buffer_size.max(1);
+        let until_compaction = size.saturating_sub(self.index).max(1);
+        if self.frozen || n < until_compaction {
             return self.advance(n);
         }
-        self.advance(until_compaction)?;
-        self.advance(n - until_compaction)
+        let index = (n - until_compaction) % size;
+        let cut = self.index + n - index;
+        self.buf = rb::str_subseq(self.buf, cut, self.len - cut);
+        // SAFETY: the new String, held here from now on.
+        self.ptr = unsafe { rb::str_bytes(self.buf) }.as_ptr();
+        self.len -= cut;
+        self.index = index;
+        rb::ivar_set_unfrozen(self.trans, IVAR_BUF.get(), self.buf);
+        self.store_index()
+    }
+
+    /// The bytes past the read position. Valid until Ruby code runs or the buffer moves on (see the struct's doc).
+    #[inline(always)]
+    pub fn unread(&self) -> &[u8] {
+        &self.bytes()[self.index..]
     }
 
     /// `read` semantics: what remains of `length` bytes, consumed into a new BINARY String, and EOFError (after

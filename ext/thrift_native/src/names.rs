@@ -22,6 +22,9 @@ define_rb_intern!(
     IVAR_CONTEXTS => "@contexts",
     IVAR_FIRST => "@first",
     IVAR_COLON => "@colon",
+    IVAR_READER => "@reader",
+    IVAR_HAS_DATA => "@hasData",
+    IVAR_DATA => "@data",
 );
 
 // Instance variables of unions and of Ruby 3.1's Set.

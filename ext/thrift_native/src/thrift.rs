@@ -141,6 +141,10 @@ pub struct Contract {
     /// thrift master (THRIFT-6126's JSON part: the pure `JsonProtocol#get_type_id_for_type_name` raises it): a type
     /// with no JSON name is ProtocolException(INVALID_DATA, "Unknown type id: N"). Before, NotImplementedError.
     pub json_unknown_type_errors: bool,
+    /// thrift master (the pure `JsonProtocol#decode_json_string`, THRIFT-6130's Unicode batch): JsonProtocol reads
+    /// every string as UTF-8 (refusing invalid text) and joins `\u` surrogate pairs. Before, a string with raw
+    /// non-ASCII bytes was BINARY and a surrogate escape a RangeError.
+    pub json_utf8_strings: bool,
 }
 
 impl Contract {
@@ -171,12 +175,24 @@ pub struct JsonClasses {
     pub top: VALUE,
     pub pair: VALUE,
     pub list: VALUE,
+    /// `Thrift::LookaheadReader`, the protocol's `@reader`.
+    pub reader: VALUE,
+    /// `Thrift::BaseProtocol`, whose `skip` the JSON reader reproduces.
+    pub base: VALUE,
 }
 
 impl JsonClasses {
     /// Whether `class` is one of them.
     pub fn holds(&self, class: VALUE) -> bool {
-        [self.protocol, self.top, self.pair, self.list].contains(&class)
+        [
+            self.protocol,
+            self.top,
+            self.pair,
+            self.list,
+            self.reader,
+            self.base,
+        ]
+        .contains(&class)
     }
 }
 
@@ -361,12 +377,18 @@ pub fn probe(ruby: &Ruby) -> Result<&'static Thrift, Error> {
             "begin; Thrift::JsonProtocol.allocate.get_type_name_for_type_id(0); false
              rescue Thrift::ProtocolException; true; end",
         ),
+        json_utf8_strings: behaves(
+            ruby,
+            "Thrift::JsonProtocol.private_method_defined?(:decode_json_string)",
+        ),
     };
     let json = JsonClasses {
         protocol: pinned(const_value(module, "JsonProtocol")?),
         top: pinned(const_value(module, "JSONContext")?),
         pair: pinned(const_value(module, "JSONPairContext")?),
         list: pinned(const_value(module, "JSONListContext")?),
+        reader: pinned(const_value(module, "LookaheadReader")?),
+        base: pinned(const_value(module, "BaseProtocol")?),
     };
 
     let found = Thrift {

@@ -1,6 +1,5 @@
-//! The JSON fast path of `Struct#write` and `Union#write`: an exact `Thrift::JsonProtocol` (its methods and its
-//! contexts' as the library defines them) over a plain MemoryBufferTransport is written by the core's `JsonOut` into
-//! the transport's buffer, with the bytes the protocol's Ruby methods write.
+//! The JSON fast path of `Struct#write` and `Union#write`: the core's `JsonOut` writes into the transport's buffer
+//! the bytes the protocol's Ruby methods write.
 //!
 //! The protocol keeps its contexts in Ruby objects (`@context`, and the `@contexts` stack); the encoder keeps them
 //! natively, starting from the one the struct is written in and storing that one's flags back at the end. A value the
@@ -9,92 +8,17 @@
 //! or once the transport is no longer plain, they stay shown, as the Ruby methods would have left them. Other Ruby
 //! code the write runs (`validate`, `Set#entries`, a union's `name_to_id`) sees the contexts as the write found them.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-
-use magnus::rb_sys::protect;
 use magnus::Error;
 use rb_sys::VALUE;
 use thrift_native_core::codec::{Encoder, Primitive, Scalar};
 use thrift_native_core::json::{Context, JsonOut};
 use thrift_native_core::CoreError;
 
-use super::fast::RubyState;
-use crate::names::{IVAR_COLON, IVAR_CONTEXT, IVAR_CONTEXTS, IVAR_FIRST, IVAR_TRANS};
+use super::super::fast::RubyState;
+use super::{context_of, contexts, protocol_context, show_contexts, store};
+use crate::names::{IVAR_CONTEXT, IVAR_TRANS};
 use crate::rb;
 use crate::thrift::thrift;
-
-/// False once Ruby code changes a method of JsonProtocol or of its context classes: struct writes then call them.
-static JSON_METHODS_UNCHANGED: AtomicBool = AtomicBool::new(true);
-
-pub fn method_changed() {
-    JSON_METHODS_UNCHANGED.store(false, Ordering::Relaxed);
-}
-
-/// A context object's state: exactly one of the three context classes, its flags true or false.
-fn context_of(obj: VALUE) -> Option<Context> {
-    let j = &thrift().json;
-    let class = rb::heap_class(obj)?;
-    let flag = |ivar| match rb::ivar_get(obj, ivar) {
-        rb::QTRUE => Some(true),
-        rb::QFALSE => Some(false),
-        _ => None,
-    };
-    if class == j.top {
-        Some(Context::Top)
-    } else if class == j.pair {
-        Some(Context::Pair {
-            first: flag(IVAR_FIRST.get())?,
-            colon: flag(IVAR_COLON.get())?,
-        })
-    } else if class == j.list {
-        Some(Context::List {
-            first: flag(IVAR_FIRST.get())?,
-        })
-    } else {
-        None
-    }
-}
-
-fn flag(b: bool) -> VALUE {
-    if b {
-        rb::QTRUE
-    } else {
-        rb::QFALSE
-    }
-}
-
-/// Sets a context object's flags to `c`'s (the object is of `c`'s class).
-fn store(obj: VALUE, c: Context) -> Result<(), Error> {
-    match c {
-        Context::Top => Ok(()),
-        Context::Pair { first, colon } => {
-            rb::ivar_set(obj, IVAR_FIRST.get(), flag(first))?;
-            rb::ivar_set(obj, IVAR_COLON.get(), flag(colon))
-        }
-        Context::List { first } => rb::ivar_set(obj, IVAR_FIRST.get(), flag(first)),
-    }
-}
-
-/// A context object in `c`'s state, its ivars set in the order its `initialize` sets them.
-fn new_object(c: Context) -> Result<VALUE, Error> {
-    let j = &thrift().json;
-    let class = match c {
-        Context::Top => j.top,
-        Context::Pair { .. } => j.pair,
-        Context::List { .. } => j.list,
-    };
-    // SAFETY: protected; rb_obj_alloc runs the class's allocator.
-    let obj = protect(|| unsafe { rb_sys::rb_obj_alloc(class) })?;
-    store(obj, c)?;
-    Ok(obj)
-}
-
-/// The protocol's `@contexts`, which Ruby code may have made something else than an Array.
-fn contexts(protocol: VALUE) -> Result<VALUE, Error> {
-    let contexts = rb::ivar_get(protocol, IVAR_CONTEXTS.get());
-    rb::check_type(contexts, rb_sys::ruby_value_type::RUBY_T_ARRAY)?;
-    Ok(contexts)
-}
 
 /// The JSON encoder of a struct written through `protocol`.
 pub struct JsonEncoder {
@@ -113,16 +37,7 @@ impl JsonEncoder {
     /// JsonProtocol whose Ruby methods (and its contexts') are the library's, its `@contexts` an Array and its
     /// `@context` exactly one of the context classes, none of them frozen (the Ruby methods would fail at once).
     pub fn eligible(protocol: VALUE) -> Option<(VALUE, VALUE, Context)> {
-        let contexts = rb::ivar_get(protocol, IVAR_CONTEXTS.get());
-        let parent = rb::ivar_get(protocol, IVAR_CONTEXT.get());
-        if !JSON_METHODS_UNCHANGED.load(Ordering::Relaxed)
-            || !rb::is_exact_instance(protocol, thrift().json.protocol)
-            || !rb::is_array(contexts)
-            || [protocol, contexts, parent].into_iter().any(rb::is_frozen)
-        {
-            return None;
-        }
-        let context = context_of(parent)?;
+        let (parent, context) = protocol_context(protocol)?;
         Some((rb::ivar_get(protocol, IVAR_TRANS.get()), parent, context))
     }
 
@@ -145,20 +60,12 @@ impl RubyState for JsonEncoder {
             return Ok(());
         }
         self.shown = true;
-        let (stack, current) = (self.out.stack(), self.out.context());
-        let Some((&outermost, opened)) = stack.split_first() else {
-            return store(self.parent, current);
-        };
-        store(self.parent, outermost)?;
-        let contexts = contexts(self.protocol)?;
-        // SAFETY: `contexts` is an Array (checked).
-        unsafe { rb::ary_push(contexts, self.parent)? };
-        for &c in opened {
-            let obj = new_object(c)?;
-            // SAFETY: as above.
-            unsafe { rb::ary_push(contexts, obj)? };
-        }
-        rb::ivar_set(self.protocol, IVAR_CONTEXT.get(), new_object(current)?)
+        show_contexts(
+            self.protocol,
+            self.parent,
+            self.out.stack(),
+            self.out.context(),
+        )
     }
 
     /// The current context's state from `@context`, then `@contexts` and `@context` as they were.

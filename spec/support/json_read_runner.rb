@@ -1,0 +1,72 @@
+# frozen_string_literal: true
+
+# JsonProtocol struct reads with one accelerator per process, and the protocol's state they leave:
+#   ruby json_read_runner.rb ACCELERATOR [dispatch] < Marshal [[shape, bytes], ...]
+#     -> Marshal [[outcomes, state], ...]
+# `shape` says where the Everything structs sit: "top" (one struct), "list" (`["rec",N,...]`, the header and end read
+# by the protocol's own methods, each element by Struct#read) or "map" (`["str","rec",N,{"k":{...},...}]`). `outcomes`
+# is each struct's inspect, or [error class, message, type] for the first that fails. `state` is what the transport
+# and the protocol hold afterwards: bytes left and @index, the reader's held byte, @context and @contexts.
+# "dispatch" reads through a subclass of JsonProtocol (the dispatch path). GC_STRESS=1 runs under GC.stress.
+require_relative "accelerator"
+Accelerator.load(ARGV.fetch(0))
+require_relative "codec_types"
+CodecTypes.load!
+$stdout.binmode
+
+PROTOCOL = ARGV[1] == "dispatch" ? Class.new(Thrift::JsonProtocol) : Thrift::JsonProtocol
+
+def context_state(c)
+  [c.class.name, c.instance_variables.sort.map { |i| [i, c.instance_variable_get(i)] }]
+end
+
+def state(trans, prot)
+  reader = prot.instance_variable_get(:@reader)
+  held = reader.instance_variable_get(:@hasData) ? reader.instance_variable_get(:@data) : nil
+  [trans.available, trans.instance_variable_get(:@index), held,
+   context_state(prot.instance_variable_get(:@context)),
+   prot.instance_variable_get(:@contexts).map { |c| context_state(c) }]
+end
+
+def outcome_of(error)
+  [error.class.name, error.message.b, error.respond_to?(:type) ? error.type : nil]
+end
+
+def read_struct(prot, outcomes)
+  obj = CodecTest::Everything.new
+  obj.read(prot)
+  outcomes << obj.inspect.b
+end
+
+def read_shape(shape, prot, outcomes)
+  case shape
+  when "top" then read_struct(prot, outcomes)
+  when "list"
+    _, size = prot.read_list_begin
+    size.times { read_struct(prot, outcomes) }
+    prot.read_list_end
+  when "map"
+    _, _, size = prot.read_map_begin
+    size.times do
+      prot.read_string
+      read_struct(prot, outcomes)
+    end
+    prot.read_map_end
+  end
+end
+
+inputs = Marshal.load($stdin.read)
+GC.stress = true if ENV["GC_STRESS"]
+results = inputs.map do |shape, bytes|
+  trans = Thrift::MemoryBufferTransport.new(bytes)
+  prot = PROTOCOL.new(trans)
+  outcomes = []
+  begin
+    read_shape(shape, prot, outcomes)
+  rescue StandardError, NotImplementedError, SystemStackError => e
+    outcomes << outcome_of(e)
+  end
+  [outcomes, state(trans, prot)]
+end
+GC.stress = false
+$stdout.write Marshal.dump(results)
