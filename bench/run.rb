@@ -131,6 +131,12 @@ puts "\nStruct read/write over a MemoryBufferTransport (total seconds for the co
 puts struct_table(structs)
 save("structs", structs)
 
+json_primitives = { "json" => run_rounds("primitives.rb", "json", key: "ns_per_call") }
+puts "\nJsonProtocol primitives over a MemoryBufferTransport, each in a list of them (ns/call and objects/call; the C " \
+     "columns: the pure-Ruby protocol's methods, which no C accelerator covers, over its MemoryBufferTransport)\n\n"
+puts table(json_primitives)
+save("json_primitives", json_primitives)
+
 json = { "json" => run_rounds("structs.rb", "json", key: "seconds") }
 puts "\nStruct read/write through Thrift::JsonProtocol over a MemoryBufferTransport, which no C accelerator covers (the " \
      "C column: the C accelerator's struct code calling the pure-Ruby protocol's methods; a smaller large struct " \

@@ -12,6 +12,7 @@ mod errors;
 mod field_plan;
 mod gzip_writer;
 mod ivars;
+mod json_protocol;
 mod layered;
 mod memory_buffer;
 mod names;
@@ -95,7 +96,8 @@ fn define_everything(ruby: &Ruby, namespace: RModule) -> Result<(), Error> {
         .and_then(|_| memory_buffer::init(ruby))
         .and_then(|_| layered::init(ruby))
         .and_then(|_| field_plan::init(ruby, namespace))
-        .and_then(|_| struct_codec::init(ruby));
+        .and_then(|_| struct_codec::init(ruby))
+        .and_then(|_| json_protocol::init(ruby));
     registry::finish();
     defined?;
     gzip_writer::init(ruby, namespace)?;

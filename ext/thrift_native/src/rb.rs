@@ -289,6 +289,19 @@ pub fn integer(n: i64) -> VALUE {
     }
 }
 
+/// A Float's value; None for anything else.
+#[inline(always)]
+pub fn float_of(v: VALUE) -> Option<f64> {
+    let api = rb_sys::stable_api::get_default();
+    // SAFETY: float_type_p checks the tag first; num2dbl of a Float cannot raise.
+    unsafe {
+        if rb_sys::stable_api::StableApiDefinition::float_type_p(api, v) {
+            return Some(rb_sys::stable_api::StableApiDefinition::num2dbl(api, v));
+        }
+    }
+    None
+}
+
 /// A Float: a flonum (no allocation) when the value allows, as the C accelerator's DBL2NUM.
 #[inline(always)]
 pub fn float(f: f64) -> VALUE {

@@ -229,14 +229,15 @@ impl JsonOut {
 
     /// Steps the context to the next element, writing its separator; whether its numbers are quoted.
     #[inline(always)]
-    fn element(&mut self) -> bool {
+    pub fn element(&mut self) -> bool {
         if let Some(separator) = self.context.step() {
             self.out.push(separator);
         }
         self.context.escape_num()
     }
 
-    fn open(&mut self, bracket: u8, context: Context) {
+    /// `write_json_object_start` / `write_json_array_start`: the separator, the bracket, and the new context.
+    pub fn open(&mut self, bracket: u8, context: Context) {
         self.element();
         self.out.push(bracket);
         self.stack
@@ -248,8 +249,9 @@ impl JsonOut {
         self.out.push(bracket);
     }
 
+    /// `write_json_integer`.
     #[inline(always)]
-    fn integer(&mut self, n: i64) {
+    pub fn integer(&mut self, n: i64) {
         let quoted = self.element();
         if quoted {
             self.out.push(b'"');
@@ -260,7 +262,8 @@ impl JsonOut {
         }
     }
 
-    fn double(&mut self, f: f64) {
+    /// `write_json_double`.
+    pub fn double(&mut self, f: f64) {
         let quoted = self.element();
         let special: Option<&[u8]> = if f.is_nan() {
             Some(b"NaN")
@@ -287,14 +290,16 @@ impl JsonOut {
         }
     }
 
-    fn string(&mut self, bytes: &[u8]) {
+    /// `write_json_string` of text the caller has found fit (see the module's doc).
+    pub fn string(&mut self, bytes: &[u8]) {
         self.element();
         self.out.push(b'"');
         escape_string(bytes, &mut self.out);
         self.out.push(b'"');
     }
 
-    fn base64(&mut self, bytes: &[u8]) {
+    /// `write_json_base64`.
+    pub fn base64(&mut self, bytes: &[u8]) {
         self.element();
         self.out.push(b'"');
         let start = self.out.len();
@@ -309,6 +314,15 @@ impl JsonOut {
 
     fn type_name(&self, t: i64) -> Result<&'static [u8], CoreError> {
         type_name(t, self.uuid).ok_or(CoreError::UnknownJsonType(t))
+    }
+
+    /// `write_message_begin`: `[1,"name",type,seqid`.
+    pub fn message_begin(&mut self, name: &[u8], message_type: i64, seqid: i64) {
+        self.open(b'[', Context::ARRAY);
+        self.integer(1);
+        self.string(name);
+        self.integer(message_type);
+        self.integer(seqid);
     }
 }
 

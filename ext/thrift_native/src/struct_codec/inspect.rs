@@ -60,20 +60,7 @@ fn plain_double(v: VALUE) -> Option<f64> {
     if let Some(n) = rb::fixnum_value(v) {
         return Some(n as f64);
     }
-    float_value(v)
-}
-
-/// A Float's value.
-#[inline(always)]
-fn float_value(v: VALUE) -> Option<f64> {
-    let api = rb_sys::stable_api::get_default();
-    // SAFETY: float_type_p checks the tag first; num2dbl of a Float cannot raise.
-    unsafe {
-        if rb_sys::stable_api::StableApiDefinition::float_type_p(api, v) {
-            return Some(rb_sys::stable_api::StableApiDefinition::num2dbl(api, v));
-        }
-    }
-    None
+    rb::float_of(v)
 }
 
 impl Inspect<'static> for RubyValues<'_> {
@@ -134,7 +121,7 @@ impl Inspect<'static> for RubyValues<'_> {
             Scalar::I16 => Primitive::I16(fixnum_in(v, i16::MIN.into(), i16::MAX.into())? as i16),
             Scalar::I32 => Primitive::I32(fixnum_in(v, i32::MIN.into(), i32::MAX.into())? as i32),
             Scalar::I64 => Primitive::I64(rb::fixnum_value(v)?),
-            Scalar::Double if self.json => Primitive::Double(float_value(v)?),
+            Scalar::Double if self.json => Primitive::Double(rb::float_of(v)?),
             Scalar::Double => Primitive::Double(plain_double(v)?),
             Scalar::String | Scalar::Binary => {
                 let plain = match kind {

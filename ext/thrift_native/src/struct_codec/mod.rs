@@ -31,7 +31,8 @@ use thrift_native_core::codec::{
     check_depth, read_struct, write_struct, write_union, Encoder, Sink,
 };
 
-use self::build::{RubyBuilder, RubyStruct};
+pub(crate) use self::build::RubyBuilder;
+use self::build::RubyStruct;
 use self::dispatch::{DispatchSink, DispatchSource};
 use self::inspect::RubyValues;
 use crate::field_plan::{plan_for, RubyField};
@@ -68,7 +69,7 @@ pub fn header_protocol_method_changed() {
 }
 
 pub fn json_method_changed() {
-    json::method_changed();
+    crate::json_protocol::state::method_changed();
 }
 
 /// Which encoding the fast path may use for `protocol`: its transport, and the protocol object of that encoding

@@ -26,6 +26,9 @@ use crate::ttype;
 
 pub use self::slice::JsonSlice;
 
+/// A message header as `read_message_begin` returns it: the name, the message type and the sequence id.
+pub type MessageHeader<T> = (T, i64, i64);
+
 /// How the loaded thrift's JsonProtocol reads text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct JsonRules {
@@ -267,6 +270,37 @@ impl JsonIn {
         self.attempt(bytes, |s| s.close(b"]")).map(|((), n)| n)
     }
 
+    /// `read_json_syntax_char` of each of `expected` (the brackets an `*_end` method reads before it pops).
+    pub fn syntax(&mut self, bytes: &[u8], expected: &[u8]) -> Option<usize> {
+        self.attempt(bytes, |s| {
+            for &b in expected {
+                s.cur.expect(b)?;
+            }
+            Some(())
+        })
+        .map(|((), n)| n)
+    }
+
+    /// `read_message_begin`: `[1,"name",type,seqid`, the name made by `values` as `read_string` makes it. A version
+    /// other than 1 is left to Ruby (its BAD_VERSION error).
+    pub fn message_begin<V: Values>(
+        &mut self,
+        bytes: &[u8],
+        values: &mut V,
+    ) -> Option<(MessageHeader<V::Value>, usize)> {
+        let utf8 = self.rules.utf8;
+        self.attempt(bytes, |s| {
+            s.open(b'[', Context::ARRAY)?;
+            if s.integer()? != 1 {
+                return None;
+            }
+            let name = s.text()?;
+            let (message_type, seqid) = (s.integer()?, s.integer()?);
+            let name = text_value(&name, bytes, s.scratch, utf8, values);
+            Some((name, message_type, seqid))
+        })
+    }
+
     /// A value of a scalar kind, made by `values` as the protocol's method returns it: integers of any declared
     /// width as the Integer read (the Ruby methods check no range), text UTF-8 or (before thrift master, with raw
     /// non-ASCII bytes) BINARY, binaries BINARY, a UUID as lowercase text.
@@ -282,17 +316,7 @@ impl JsonIn {
             let value = match parsed {
                 Parsed::Integer(v) => integer_value(kind, v, values),
                 Parsed::Double(f) => values.double(f),
-                Parsed::Text(t) => {
-                    let text = match &t.raw {
-                        Some(r) => &bytes[r.clone()],
-                        None => s.scratch.as_slice(),
-                    };
-                    if !utf8 && t.raw_non_ascii {
-                        values.binary(text)
-                    } else {
-                        values.string(text)
-                    }
-                }
+                Parsed::Text(t) => text_value(&t, bytes, s.scratch, utf8, values),
                 Parsed::Binary => values.binary(s.scratch.as_slice()),
                 Parsed::Uuid(u) => values.string(&crate::uuid::format(&u)),
             };
@@ -306,6 +330,25 @@ impl JsonIn {
         // A skip closes only what it opens: rolling back the stack's length undoes it.
         self.attempt(bytes, |s| s.skip(ttype, MAX_SKIP_DEPTH))
             .map(|((), n)| n)
+    }
+}
+
+/// A string read, as `read_json_string` makes it: UTF-8, or (before thrift master) BINARY with raw non-ASCII bytes.
+fn text_value<V: Values>(
+    t: &Text,
+    bytes: &[u8],
+    scratch: &[u8],
+    utf8: bool,
+    values: &mut V,
+) -> V::Value {
+    let text = match &t.raw {
+        Some(r) => &bytes[r.clone()],
+        None => scratch,
+    };
+    if !utf8 && t.raw_non_ascii {
+        values.binary(text)
+    } else {
+        values.string(text)
     }
 }
 

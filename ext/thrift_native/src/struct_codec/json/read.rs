@@ -12,113 +12,42 @@
 use magnus::Error;
 use rb_sys::VALUE;
 use thrift_native_core::codec::{FieldBegin, ListBegin, MapBegin, Scalar, Sequence, Source};
-use thrift_native_core::json::{JsonIn, JsonRules};
+use thrift_native_core::json::JsonIn;
 
 use super::super::build::RubyBuilder;
 use super::super::dispatch::DispatchSource;
-use super::{protocol_context, show_contexts, store};
-use crate::memory_buffer::MemoryBuffer;
-use crate::names::{IVAR_DATA, IVAR_HAS_DATA, IVAR_READER, IVAR_TRANS};
-use crate::rb;
-use crate::thrift::thrift;
+use crate::json_protocol::state::Reading;
 use crate::transport::FastBuffer;
 
 /// Reads a struct through an exact JsonProtocol from its reader's MemoryBufferTransport.
 pub struct JsonSource {
-    json: JsonIn,
-    buffer: MemoryBuffer,
-    protocol: VALUE,
-    reader: VALUE,
-    trans: VALUE,
-    /// The context object the struct is read in (`@context` when the read began).
-    parent: VALUE,
-    /// `@reader` held a byte when the read began.
-    held_at_start: bool,
+    state: Reading,
     /// The state is shown to the Ruby objects and the protocol's methods read on (`lost`), or are to from the next
     /// step on (`pending`: the transport stopped being plain while Ruby code ran).
     lost: Option<DispatchSource>,
     pending: bool,
 }
 
-/// The byte `@reader` holds (`Some(None)` when none), if the reader is exactly a LookaheadReader over a plain
-/// MemoryBufferTransport and not frozen.
-fn reader_state(reader: VALUE) -> Option<Option<u8>> {
-    if !rb::is_exact_instance(reader, thrift().json.reader) || rb::is_frozen(reader) {
-        return None;
-    }
-    match rb::ivar_get(reader, IVAR_HAS_DATA.get()) {
-        rb::QTRUE => {
-            let data = rb::ivar_get(reader, IVAR_DATA.get());
-            if !rb::is_string(data) {
-                return None;
-            }
-            // SAFETY: `data` is a String, read at once.
-            match unsafe { rb::str_bytes(data) } {
-                &[b] => Some(Some(b)),
-                _ => None,
-            }
-        }
-        rb::QFALSE | rb::QNIL => Some(None),
-        _ => None,
-    }
-}
-
 impl JsonSource {
     /// The reader of a struct read through `protocol`, when the fast path may read it.
     pub fn new(protocol: VALUE) -> Option<Self> {
-        let (parent, context) = protocol_context(protocol)?;
-        let reader = rb::ivar_get(protocol, IVAR_READER.get());
-        let held = reader_state(reader)?;
-        let trans = rb::ivar_get(reader, IVAR_TRANS.get());
-        let buffer = MemoryBuffer::plain(trans)?;
-        let contract = &thrift().contract;
-        let rules = JsonRules {
-            uuid: thrift().has_uuid_type,
-            utf8: contract.json_utf8_strings,
-        };
         Some(JsonSource {
-            json: JsonIn::new(context, held, rules),
-            buffer,
-            protocol,
-            reader,
-            trans,
-            parent,
-            held_at_start: held.is_some(),
+            state: Reading::new(protocol)?,
             lost: None,
             pending: false,
         })
-    }
-
-    /// `@reader`'s `@hasData` and `@data` as the Ruby reader would have them (`@data` is only read while a byte is
-    /// held, so a stale one is left as it is).
-    fn store_held(&self) -> Result<(), Error> {
-        match self.json.held() {
-            Some(b) => {
-                rb::ivar_set(self.reader, IVAR_DATA.get(), rb::binary_string(&[b]))?;
-                rb::ivar_set(self.reader, IVAR_HAS_DATA.get(), rb::QTRUE)
-            }
-            None if self.held_at_start => {
-                rb::ivar_set(self.reader, IVAR_HAS_DATA.get(), rb::QFALSE)
-            }
-            None => Ok(()),
-        }
     }
 
     /// Hands the state to the Ruby objects; the protocol's methods read on from it.
     fn fall_back(&mut self) -> Result<&mut DispatchSource, Error> {
         if self.lost.is_none() {
             self.pending = false;
-            self.store_held()?;
-            show_contexts(
-                self.protocol,
-                self.parent,
-                self.json.stack(),
-                self.json.context(),
-            )?;
+            self.state.show()?;
         }
+        let protocol = self.state.protocol;
         Ok(self
             .lost
-            .get_or_insert_with(|| DispatchSource::new(self.protocol)))
+            .get_or_insert_with(|| DispatchSource::new(protocol)))
     }
 
     /// The protocol's methods, once they read on.
@@ -136,9 +65,10 @@ impl JsonSource {
         &mut self,
         step: impl FnOnce(&mut JsonIn, &[u8]) -> Option<(T, usize)>,
     ) -> Result<Option<T>, Error> {
-        match step(&mut self.json, self.buffer.unread()) {
+        let s = &mut self.state;
+        match step(&mut s.json, s.buffer.unread()) {
             Some((v, n)) => {
-                self.buffer.advance_bytewise(n)?;
+                s.buffer.advance_bytewise(n)?;
                 Ok(Some(v))
             }
             None => {
@@ -157,8 +87,8 @@ impl JsonSource {
         if !ok {
             return self.fall_back().map(drop);
         }
-        store(self.parent, self.json.context())?;
-        self.store_held()
+        // Done: nothing opened is left open, so this stores the parent's flags and the held byte.
+        self.state.show()
     }
 }
 
@@ -185,11 +115,11 @@ impl<'r> Source<RubyBuilder<'r>> for JsonSource {
         if !self.native() {
             return None;
         }
-        Some(self.buffer.available() + usize::from(self.json.held().is_some()))
+        Some(self.state.buffer.available() + usize::from(self.state.json.held().is_some()))
     }
 
     fn resync(&mut self) {
-        if self.native() && !self.buffer.resume(self.trans) {
+        if self.native() && !self.state.buffer.resume(self.state.trans) {
             self.pending = true;
         }
     }

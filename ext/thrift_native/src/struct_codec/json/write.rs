@@ -15,7 +15,7 @@ use thrift_native_core::json::{Context, JsonOut};
 use thrift_native_core::CoreError;
 
 use super::super::fast::RubyState;
-use super::{context_of, contexts, protocol_context, show_contexts, store};
+use crate::json_protocol::state::{context_of, contexts, protocol_context, show_contexts, store};
 use crate::names::{IVAR_CONTEXT, IVAR_TRANS};
 use crate::rb;
 use crate::thrift::thrift;

@@ -1,0 +1,50 @@
+# frozen_string_literal: true
+
+# Thrift::JsonProtocol's read and write methods, native (ext/thrift_native/src/json_protocol.rs), against the
+# library's own methods: random call sequences (spec/support/json_methods_runner.rb) written, read back, and read
+# back again after one byte is changed, with thrift_native and with the C accelerator (whose MemoryBufferTransport
+# is native too, so that the library's methods return what they return over ours). Every call's value or exception
+# and the state afterwards (bytes, read position, the reader's held byte, the contexts) must be the same.
+# JSON_PROGRAMS sets the number of sequences.
+RSpec.describe "JsonProtocol's methods, differentially" do
+  runner = File.expand_path("../support/json_methods_runner.rb", __dir__)
+  programs = Integer(ENV.fetch("JSON_PROGRAMS", "600"))
+
+  def error?(outcome)
+    outcome.is_a?(Array) && outcome.size == 3 && outcome[0].is_a?(String) && outcome[0].match?(/Error|Exception/)
+  end
+
+  def compare(ours, theirs)
+    expect(ours.size).to eq(theirs.size)
+    ours.zip(theirs).each_with_index do |(mine, other), i|
+      %w[write read mutated-read].each_with_index do |label, k|
+        next if mine[k] == other[k]
+
+        calls = mine[k][0].zip(other[k][0])
+        j = calls.index { |a, b| a != b }
+        detail = j ? "call #{j}: ours #{calls[j][0].inspect[0, 300]}, theirs #{calls[j][1].inspect[0, 300]}" : "state"
+        expect(mine[k]).to eq(other[k]), "program #{i}, #{label}, #{detail}"
+      end
+    end
+  end
+
+  it "gives the library's values, bytes, exceptions and state on #{programs} random call sequences" do
+    ours = ChildRuby.marshal(runner, "ours", 7, programs)
+    compare(ours, ChildRuby.marshal(runner, "c", 7, programs))
+    # The sequences reach what they are about: calls that succeed and fail, of every kind, reading and writing.
+    outcomes = ours.flat_map { |runs| runs.flat_map(&:first) }
+    errors = outcomes.select { |o| error?(o) }
+    expect(outcomes.size).to be > programs * 10
+    expect(errors.map(&:first).uniq).to include("Thrift::ProtocolException", "NotImplementedError", "EOFError")
+    clean = ours.count { |(write, read, _)| write[0].none? { |o| error?(o) } && read[0].none? { |o| error?(o) } }
+    expect(clean).to be > programs / 4
+  end
+
+  it "gives thrift master's values, bytes, exceptions and state too (THRIFT_MASTER_RB)" do
+    master = ENV.fetch("THRIFT_MASTER_RB", "")
+    skip "THRIFT_MASTER_RB (an apache/thrift checkout's lib/rb, its ext built) is not set" if master.empty?
+    env = { "THRIFT_MASTER_RB" => master }
+    compare(ChildRuby.marshal(runner, "ours-master", 8, programs / 2, env: env),
+            ChildRuby.marshal(runner, "c-master", 8, programs / 2, env: env))
+  end
+end
