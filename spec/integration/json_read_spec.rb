@@ -60,7 +60,8 @@ RSpec.describe "JsonProtocol struct reads, differentially" do
     end
   end
 
-  def read_all(accelerator, inputs, *args, env: {})
+  def read_all(accelerator, inputs, *args, env: {}, transport: "memory")
+    env = env.merge("TRANSPORT" => transport)
     ChildRuby.marshal(JsonRead::RUNNER, accelerator, *args, input: inputs, env: env)
   end
 
@@ -80,6 +81,17 @@ RSpec.describe "JsonProtocol struct reads, differentially" do
     # Every document read whole, nothing left behind, no byte held.
     expect(ours.map { |outcomes, _| outcomes.last }).to all(start_with("<CodecTest::Everything"))
     expect(ours.map { |_, state| [state[0], state[2]] }).to all(eq([0, nil]))
+  end
+
+  it "reads through a FramedTransport (a document in frames of any size) and a BufferedTransport as the library does" do
+    valid = documents(28, 6)
+    r = Random.new(29)
+    inputs = valid + Array.new(JsonRead::MUTATIONS / 5) { valid.sample(random: r).then { |s, d| [s, mutate(d, r)] } }
+    %w[framed buffered].each do |transport|
+      ours = read_all("ours", inputs, transport: transport)
+      expect_same(inputs, ours, read_all("c", inputs, transport: transport), "C accelerator, #{transport}")
+      expect(ours.first(valid.size).map { |outcomes, _| outcomes.last }).to all(start_with("<CodecTest::Everything"))
+    end
   end
 
   it "reads #{JsonRead::MUTATIONS} mutated documents as the C accelerator does, values, exceptions and state" do

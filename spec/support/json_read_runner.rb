@@ -8,9 +8,14 @@
 # is each struct's inspect, or [error class, message, type] for the first that fails. `state` is what the transport
 # and the protocol hold afterwards: bytes left and @index, the reader's held byte, @context and @contexts.
 # "dispatch" reads through a subclass of JsonProtocol (the dispatch path). GC_STRESS=1 runs under GC.stress.
+# TRANSPORT=framed reads each document from a FramedTransport over a MemoryBufferTransport, the document cut into
+# frames of 1 to 64 bytes (or one frame, for every third document); TRANSPORT=buffered, from a BufferedTransport over
+# a PipeTransport (spec/support). The state is then the read buffer's unread bytes and @index, and the bytes left
+# beneath.
 require_relative "accelerator"
 Accelerator.load(ARGV.fetch(0))
 require_relative "codec_types"
+require_relative "pipe_transport"
 CodecTypes.load!
 $stdout.binmode
 
@@ -20,10 +25,40 @@ def context_state(c)
   [c.class.name, c.instance_variables.sort.map { |i| [i, c.instance_variable_get(i)] }]
 end
 
+TRANSPORT = ENV.fetch("TRANSPORT", "memory")
+
+# The transport a document is read from.
+def transport_for(bytes, index)
+  case TRANSPORT
+  when "memory" then Thrift::MemoryBufferTransport.new(bytes)
+  when "buffered" then Thrift::BufferedTransport.new(PipeTransport.new(bytes))
+  when "framed"
+    r = Random.new(index)
+    frames = "".b
+    rest = bytes.b
+    until rest.empty?
+      n = (index % 3).zero? ? rest.bytesize : r.rand(1..64)
+      chunk = rest.byteslice(0, n)
+      rest = rest.byteslice(chunk.bytesize..)
+      frames << [chunk.bytesize].pack("N") << chunk
+    end
+    Thrift::FramedTransport.new(Thrift::MemoryBufferTransport.new(frames))
+  end
+end
+
+def transport_state(trans)
+  return [trans.available, trans.instance_variable_get(:@index)] if TRANSPORT == "memory"
+
+  rbuf = trans.instance_variable_get(:@rbuf)
+  index = trans.instance_variable_get(:@index)
+  inner = trans.instance_variable_get(:@transport)
+  [rbuf.bytesize - index, index, inner.respond_to?(:unread) ? inner.unread.bytesize : inner.available]
+end
+
 def state(trans, prot)
   reader = prot.instance_variable_get(:@reader)
   held = reader.instance_variable_get(:@hasData) ? reader.instance_variable_get(:@data) : nil
-  [trans.available, trans.instance_variable_get(:@index), held,
+  [*transport_state(trans), held,
    context_state(prot.instance_variable_get(:@context)),
    prot.instance_variable_get(:@contexts).map { |c| context_state(c) }]
 end
@@ -57,8 +92,8 @@ end
 
 inputs = Marshal.load($stdin.read)
 GC.stress = true if ENV["GC_STRESS"]
-results = inputs.map do |shape, bytes|
-  trans = Thrift::MemoryBufferTransport.new(bytes)
+results = inputs.each_with_index.map do |(shape, bytes), index|
+  trans = transport_for(bytes, index)
   prot = PROTOCOL.new(trans)
   outcomes = []
   begin

@@ -1,4 +1,5 @@
-//! JsonProtocol's read methods: each a step of the core's reader over its `@reader`'s plain MemoryBufferTransport,
+//! JsonProtocol's read methods: each a step of the core's reader over its `@reader`'s plain MemoryBufferTransport
+//! (or exact Framed or BufferedTransport, within the bytes its read buffer holds),
 //! from the current context and the byte the reader holds, then the state stored back as the library's method leaves
 //! it (contexts pushed as new objects or popped, the reader's held byte, the buffer cut where `read(1)` calls would
 //! cut it). A step the reader declines is the library's method, from the same state.
@@ -9,22 +10,24 @@ use rb_sys::VALUE;
 use thrift_native_core::codec::Scalar;
 use thrift_native_core::json::JsonIn;
 
-use super::state::{contexts, Reading};
+use super::state::{contexts, JsonBytes, Reading};
 use super::{original, value};
+use crate::layered::LayeredBuffer;
+use crate::memory_buffer::MemoryBuffer;
 use crate::names::IVAR_CONTEXT;
 use crate::rb;
 use crate::struct_codec::RubyBuilder;
 
 /// Runs `step` over the unread bytes; when it completes, the bytes taken, the held byte and the contexts are stored
 /// (a step that opens contexts pushes them as new objects).
-fn step<T>(
-    mut reading: Reading,
+fn step<T, B: JsonBytes>(
+    mut reading: Reading<B>,
     step: impl FnOnce(&mut JsonIn, &[u8]) -> Option<(T, usize)>,
 ) -> Result<Option<T>, Error> {
     let Some((v, n)) = step(&mut reading.json, reading.buffer.unread()) else {
         return Ok(None);
     };
-    reading.buffer.advance_bytewise(n)?;
+    reading.buffer.take(n)?;
     reading.show()?;
     Ok(Some(v))
 }
@@ -36,7 +39,11 @@ fn read_with(
     step: impl FnOnce(&mut JsonIn, &[u8]) -> Option<(VALUE, usize)>,
 ) -> Result<Value, Error> {
     let p = protocol.as_raw();
-    if let Some(reading) = Reading::new(p) {
+    if let Some(reading) = Reading::<MemoryBuffer>::new(p) {
+        if let Some(v) = self::step(reading, step)? {
+            return Ok(value(v));
+        }
+    } else if let Some(reading) = Reading::<LayeredBuffer>::new(p) {
         if let Some(v) = self::step(reading, step)? {
             return Ok(value(v));
         }
@@ -98,25 +105,33 @@ pub fn read_set_begin(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
     list_begin(ruby, rb_self, "read_set_begin")
 }
 
-/// An `*_end`: for each bracket, `read_json_syntax_char`, then `pop_context` (`@context = @contexts.pop`).
-fn end(protocol: Value, name: &str, brackets: &[u8]) -> Result<Value, Error> {
-    let p = protocol.as_raw();
-    if let Some(reading) = Reading::new(p) {
-        if step(reading, |json, bytes| {
+/// The brackets read natively (`read_json_syntax_char` each), if the protocol allows and they are there.
+fn brackets<B: JsonBytes>(protocol: VALUE, brackets: &[u8]) -> Result<Option<()>, Error> {
+    match Reading::<B>::new(protocol) {
+        Some(reading) => step(reading, |json, bytes| {
             json.syntax(bytes, brackets).map(|n| ((), n))
-        })?
-        .is_some()
-        {
-            let stack = contexts(p)?;
-            for _ in brackets {
-                // SAFETY: `stack` is an Array (checked).
-                let popped = unsafe { rb::ary_pop(stack)? };
-                rb::ivar_set(p, IVAR_CONTEXT.get(), popped)?;
-            }
-            return Ok(value(rb::QNIL));
-        }
+        }),
+        None => Ok(None),
     }
-    original(p, name, &[]).map(value)
+}
+
+/// An `*_end`: for each bracket, `read_json_syntax_char`, then `pop_context` (`@context = @contexts.pop`).
+fn end(protocol: Value, name: &str, expected: &[u8]) -> Result<Value, Error> {
+    let p = protocol.as_raw();
+    let read = match brackets::<MemoryBuffer>(p, expected)? {
+        Some(()) => Some(()),
+        None => brackets::<LayeredBuffer>(p, expected)?,
+    };
+    if read.is_none() {
+        return original(p, name, &[]).map(value);
+    }
+    let stack = contexts(p)?;
+    for _ in expected {
+        // SAFETY: `stack` is an Array (checked).
+        let popped = unsafe { rb::ary_pop(stack)? };
+        rb::ivar_set(p, IVAR_CONTEXT.get(), popped)?;
+    }
+    Ok(value(rb::QNIL))
 }
 
 pub fn read_message_end(_ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {

@@ -10,6 +10,7 @@ use magnus::Error;
 use rb_sys::VALUE;
 use thrift_native_core::json::{Context, JsonIn, JsonRules};
 
+use crate::layered::{InPlace, LayeredBuffer};
 use crate::memory_buffer::MemoryBuffer;
 use crate::names::{
     IVAR_COLON, IVAR_CONTEXT, IVAR_CONTEXTS, IVAR_DATA, IVAR_FIRST, IVAR_HAS_DATA, IVAR_READER,
@@ -154,11 +155,68 @@ fn reader_state(reader: VALUE) -> Option<Option<u8>> {
     }
 }
 
-/// A native read in progress: the protocol's state as the core's reader holds it, over the `@reader`'s plain
-/// MemoryBufferTransport.
-pub struct Reading {
+/// The bytes a JsonProtocol's reader reads, as its Ruby `read(1)` calls would take them: a plain
+/// MemoryBufferTransport's buffer (cut where those calls would cut it), or an exact FramedTransport's or
+/// BufferedTransport's read buffer (up to its end: a refill is the transport's method).
+pub trait JsonBytes: Sized {
+    fn plain(trans: VALUE) -> Option<Self>;
+    /// The bytes not yet read, until Ruby code runs or the buffer moves on.
+    fn unread(&self) -> &[u8];
+    /// Moves past `n` of them, as `n` calls of `read(1)` would.
+    fn take(&mut self, n: usize) -> Result<(), Error>;
+    /// Picks the buffer up again after Ruby code ran; false when the fast path may no longer read it.
+    fn resume(&mut self, trans: VALUE) -> bool {
+        match Self::plain(trans) {
+            Some(b) => {
+                *self = b;
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+impl JsonBytes for MemoryBuffer {
+    #[inline(always)]
+    fn plain(trans: VALUE) -> Option<Self> {
+        MemoryBuffer::plain(trans)
+    }
+
+    #[inline(always)]
+    fn unread(&self) -> &[u8] {
+        MemoryBuffer::unread(self)
+    }
+
+    #[inline(always)]
+    fn take(&mut self, n: usize) -> Result<(), Error> {
+        self.advance_bytewise(n)
+    }
+}
+
+/// FramedTransport#read(1) and BufferedTransport#read(1) within the buffer only move `@index` on.
+impl JsonBytes for LayeredBuffer {
+    #[inline(always)]
+    fn plain(trans: VALUE) -> Option<Self> {
+        LayeredBuffer::plain(trans)
+    }
+
+    #[inline(always)]
+    fn unread(&self) -> &[u8] {
+        InPlace::unread(self)
+    }
+
+    #[inline(always)]
+    fn take(&mut self, n: usize) -> Result<(), Error> {
+        self.advance(n);
+        Ok(())
+    }
+}
+
+/// A native read in progress: the protocol's state as the core's reader holds it, over the bytes of its `@reader`'s
+/// transport.
+pub struct Reading<B> {
     pub json: JsonIn,
-    pub buffer: MemoryBuffer,
+    pub buffer: B,
     pub protocol: VALUE,
     pub reader: VALUE,
     /// The reader's transport.
@@ -169,15 +227,15 @@ pub struct Reading {
     held_before: bool,
 }
 
-impl Reading {
+impl<B: JsonBytes> Reading<B> {
     /// The protocol's state, when a native read may go on from it: `protocol_context`, and an exact, unfrozen
-    /// LookaheadReader over a plain MemoryBufferTransport.
+    /// LookaheadReader over a transport whose bytes are `B`.
     pub fn new(protocol: VALUE) -> Option<Self> {
         let (parent, context) = protocol_context(protocol)?;
         let reader = rb::ivar_get(protocol, IVAR_READER.get());
         let held = reader_state(reader)?;
         let trans = rb::ivar_get(reader, IVAR_TRANS.get());
-        let buffer = MemoryBuffer::plain(trans)?;
+        let buffer = B::plain(trans)?;
         Some(Reading {
             json: JsonIn::new(context, held, rules()),
             buffer,

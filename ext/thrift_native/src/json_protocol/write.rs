@@ -1,7 +1,9 @@
 //! JsonProtocol's write methods: the bytes the library's methods write, appended to a plain MemoryBufferTransport's
 //! buffer at once, and the contexts left as they leave them (a `*_begin` pushes new context objects, an `*_end` pops
 //! before it writes its bracket). `write_struct_begin` and `write_map_begin` return the context they pushed (the
-//! library's `push_context` is their last call); the others nil, as the library's over that transport.
+//! library's `push_context` is their last call); the others nil, as the library's do over that transport, whose
+//! `write` returns nil. (Over a Framed or BufferedTransport, whose `write` returns the write buffer, some of the
+//! library's methods return that buffer: those writes stay the library's.)
 
 use magnus::rb_sys::AsRawValue;
 use magnus::{Error, Ruby, Value};

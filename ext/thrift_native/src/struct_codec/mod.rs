@@ -8,8 +8,8 @@
 //!   exact `HeaderProtocol` over its HeaderTransport with its `BinaryProtocol` or `CompactProtocol` inside (thrift
 //!   master): the whole tree is decoded from, and encoded into, the transport's buffer, with no method call per
 //!   field and no field-header Arrays;
-//! - `json/`: the same for an exact `Thrift::JsonProtocol` over a plain MemoryBufferTransport (reading and writing)
-//!   or an exact FramedTransport or BufferedTransport (writing);
+//! - `json/`: the same for an exact `Thrift::JsonProtocol` over a plain MemoryBufferTransport or an exact
+//!   FramedTransport or BufferedTransport;
 //! - `dispatch.rs`: every other protocol, called as the C accelerator calls it, so that mocks and other protocols
 //!   see the same call sequence.
 
@@ -179,11 +179,17 @@ fn read(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<(), Error> {
             fast!(HeaderBuffer, compact_in, trans, encoder);
         }
         Fast::No => {
-            if let Some(mut src) = json::JsonSource::new(protocol) {
-                let result = read_struct(&mut src, b, target, &plan.def, depth);
-                let finished = src.finish(result.is_ok());
-                return result.and(finished);
+            macro_rules! json {
+                ($bytes:ty) => {
+                    if let Some(mut src) = json::JsonSource::<$bytes>::new(protocol) {
+                        let result = read_struct(&mut src, b, target, &plan.def, depth);
+                        let finished = src.finish(result.is_ok());
+                        return result.and(finished);
+                    }
+                };
             }
+            json!(MemoryBuffer);
+            json!(LayeredBuffer);
         }
     }
     let mut src = DispatchSource::new(protocol);

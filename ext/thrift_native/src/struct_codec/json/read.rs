@@ -1,6 +1,8 @@
 //! The JSON fast path of `Struct#read` and `Union#read`: the core's `JsonIn` reads each protocol step straight from
-//! a plain MemoryBufferTransport's buffer, taking the bytes the protocol's Ruby methods take (one `read(1)` at a time,
-//! so the buffer is cut where theirs would be) and keeping the byte the `@reader` would hold.
+//! a plain MemoryBufferTransport's buffer, or an exact FramedTransport's or BufferedTransport's read buffer, taking
+//! the bytes the protocol's Ruby methods take (one `read(1)` at a time, so a memory buffer is cut where theirs would
+//! be) and keeping the byte the `@reader` would hold. A step that reaches the end of a frame or of the buffered bytes
+//! is declined (the refill is the transport's method, called by the protocol's).
 //!
 //! A step the core declines (anything it does not read the common way: see `thrift_native_core::json::read`) is
 //! left to the protocol's own method, and so is the rest of the read: the native state is shown to the Ruby objects
@@ -16,19 +18,18 @@ use thrift_native_core::json::JsonIn;
 
 use super::super::build::RubyBuilder;
 use super::super::dispatch::DispatchSource;
-use crate::json_protocol::state::Reading;
-use crate::transport::FastBuffer;
+use crate::json_protocol::state::{JsonBytes, Reading};
 
 /// Reads a struct through an exact JsonProtocol from its reader's MemoryBufferTransport.
-pub struct JsonSource {
-    state: Reading,
+pub struct JsonSource<B> {
+    state: Reading<B>,
     /// The state is shown to the Ruby objects and the protocol's methods read on (`lost`), or are to from the next
     /// step on (`pending`: the transport stopped being plain while Ruby code ran).
     lost: Option<DispatchSource>,
     pending: bool,
 }
 
-impl JsonSource {
+impl<B: JsonBytes> JsonSource<B> {
     /// The reader of a struct read through `protocol`, when the fast path may read it.
     pub fn new(protocol: VALUE) -> Option<Self> {
         Some(JsonSource {
@@ -68,7 +69,7 @@ impl JsonSource {
         let s = &mut self.state;
         match step(&mut s.json, s.buffer.unread()) {
             Some((v, n)) => {
-                s.buffer.advance_bytewise(n)?;
+                s.buffer.take(n)?;
                 Ok(Some(v))
             }
             None => {
@@ -105,7 +106,7 @@ macro_rules! step {
     }};
 }
 
-impl<'r> Source<RubyBuilder<'r>> for JsonSource {
+impl<'r, B: JsonBytes> Source<RubyBuilder<'r>> for JsonSource<B> {
     #[inline(always)]
     fn native(&self) -> bool {
         self.lost.is_none() && !self.pending
@@ -115,7 +116,8 @@ impl<'r> Source<RubyBuilder<'r>> for JsonSource {
         if !self.native() {
             return None;
         }
-        Some(self.state.buffer.available() + usize::from(self.state.json.held().is_some()))
+        let unread = self.state.buffer.unread().len();
+        Some(unread + usize::from(self.state.json.held().is_some()))
     }
 
     fn resync(&mut self) {
