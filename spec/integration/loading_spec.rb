@@ -160,10 +160,14 @@ RSpec.describe "Loading thrift_native" do
         pr.write_uuid("00112233-4455-6677-8899-aabbccddeeff")
         p pr.read_uuid, (t.read_all(-1) rescue e = $!; [e.class, e.type])
       RUBY
-      expected = "true\n{:uuid_type=>16, :uuid_type_defined=>true, :default_recursion_depth=>64, " \
-                 ":transport_negative_size=>5, :checked_binary_writes=>true, :typed_errors=>true, " \
-                 ":checked_compact_writes=>true, :compact_unknown_type_errors=>true, :compact_header_codes=>true, " \
-                 ":container_size_limit=>true, :memory_buffer_fixes=>true, :memory_buffer_read_all=>true}\n\"00112233-4455-6677-8899-aabbccddeeff\"\n[Thrift::TransportException, 5]\n"
+      # thrift master: every contract feature on.
+      features = %i[checked_binary_writes typed_errors checked_compact_writes compact_unknown_type_errors
+                    compact_header_codes container_size_limit memory_buffer_fixes memory_buffer_read_all
+                    negative_sizes_refused varint32_limit varint32_overflow_refused reused_structs_reset
+                    set_subclass_writes json_unknown_type_errors json_utf8_strings].to_h { |f| [f, true] }
+      probed = { uuid_type: 16, uuid_type_defined: true, default_recursion_depth: 64, transport_negative_size: 5 }
+      expected = "true\n#{probed.merge(features).inspect}\n\"00112233-4455-6677-8899-aabbccddeeff\"\n" \
+                 "[Thrift::TransportException, 5]\n"
       first = ruby("--disable-gems", "-I", lib, "-I", master_lib, "require 'thrift'\nrequire 'thrift_native'\n#{code}")
       second = ruby("--disable-gems", "-I", lib, "-I", master_lib, "require 'thrift_native'\nrequire 'thrift'\n#{code}")
       expect(first).to eq([expected, "", true])
