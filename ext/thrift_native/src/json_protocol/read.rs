@@ -51,15 +51,15 @@ fn read_with(
     original(p, name, &[]).map(value)
 }
 
-fn array(ruby: &Ruby, items: &[VALUE]) -> VALUE {
-    let items: Vec<Value> = items.iter().map(|&v| value(v)).collect();
-    ruby.ary_new_from_values(&items).as_raw()
+/// A header Array, as the library's methods return them (no Rust allocation on the way).
+fn array<const N: usize>(ruby: &Ruby, items: [VALUE; N]) -> VALUE {
+    ruby.ary_new_from_values(&items.map(value)).as_raw()
 }
 
 pub fn read_message_begin(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
     read_with(rb_self, "read_message_begin", |json, bytes| {
         let ((name, t, seqid), n) = json.message_begin(bytes, &mut RubyBuilder::new(ruby))?;
-        Some((array(ruby, &[name, rb::integer(t), rb::integer(seqid)]), n))
+        Some((array(ruby, [name, rb::integer(t), rb::integer(seqid)]), n))
     })
 }
 
@@ -74,7 +74,7 @@ pub fn read_field_begin(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
     read_with(rb_self, "read_field_begin", |json, bytes| {
         let (h, n) = json.field_begin(bytes)?;
         let id = h.id.map_or(rb::QNIL, rb::integer);
-        Some((array(ruby, &[rb::QNIL, rb::integer(h.ttype), id]), n))
+        Some((array(ruby, [rb::QNIL, rb::integer(h.ttype), id]), n))
     })
 }
 
@@ -83,7 +83,7 @@ pub fn read_map_begin(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
         let (h, n) = json.map_begin(bytes)?;
         let size = rb::integer(h.size as i64);
         Some((
-            array(ruby, &[rb::integer(h.key), rb::integer(h.value), size]),
+            array(ruby, [rb::integer(h.key), rb::integer(h.value), size]),
             n,
         ))
     })
@@ -93,7 +93,7 @@ fn list_begin(ruby: &Ruby, protocol: Value, name: &str) -> Result<Value, Error> 
     read_with(protocol, name, |json, bytes| {
         let (h, n) = json.list_begin(bytes)?;
         let items = [rb::integer(h.element), rb::integer(h.size as i64)];
-        Some((array(ruby, &items), n))
+        Some((array(ruby, items), n))
     })
 }
 
