@@ -7,6 +7,7 @@ $LOAD_PATH.unshift File.expand_path("../lib", __dir__)
 require "thrift_native"
 require_relative "support/child_ruby"
 require_relative "support/custom_transport"
+require_relative "support/ruby_facts"
 require_relative "support/struct_runs"
 
 module SpecSupport

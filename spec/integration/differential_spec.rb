@@ -128,10 +128,13 @@ RSpec.describe "CompactProtocol, differentially" do
            [:write_struct_end], [:write_field_begin, "f", 8, 2]]
     ours = run("ours", ops)[:results]
     c = run("c", ops)[:results]
-    skip_uuid = ops.index([:read_uuid]) # 0.14's C has no read_uuid
-    expect(c[skip_uuid][0..1]).to eq([:error, "NoMethodError"])
-    expect(ours[skip_uuid][0..1]).to eq([:error, "EOFError"])
-    expect(ours.each_with_index.reject { |_, i| i == skip_uuid }).to eq(c.each_with_index.reject { |_, i| i == skip_uuid })
+    uuid = ops.index([:read_uuid])
+    expect(ours[uuid][0..1]).to eq([:error, "EOFError"])
+    if c[uuid][0..1] == [:error, "NoMethodError"] # the C accelerator of a thrift before UUIDs (0.14) has no read_uuid
+      expect(ours.each_with_index.reject { |_, i| i == uuid }).to eq(c.each_with_index.reject { |_, i| i == uuid })
+    else
+      expect(ours).to eq(c)
+    end
   end
 
   # Where thrift versions' C accelerators differ (thrift.rs, Contract): ours answers as the loaded thrift's, bytes

@@ -57,7 +57,7 @@ RSpec.describe "The packaged gem" do
       ruby = RUBY_VERSION[/\A\d+\.\d+/]
       so = "thrift_native.#{RbConfig::CONFIG["DLEXT"]}"
       FileUtils.mkdir_p(File.join(lib, "thrift_native", ruby))
-      FileUtils.cp(File.join(root, "lib", "thrift_native", so), File.join(lib, "thrift_native", ruby, so))
+      FileUtils.cp(File.join(root, "lib", "thrift_native", ruby, so), File.join(lib, "thrift_native", ruby, so))
       code = 'begin; require "thrift_native"; p [ThriftNative.active?, $LOADED_FEATURES.grep(%r{/thrift_native/[\d.]+/thrift_native\.so\z}).size]; ' \
              "rescue LoadError => e; puts e.message; end"
       expect(ChildRuby.capture("-I", lib, "-e", code)).to eq(["[true, 1]\n", "", true])

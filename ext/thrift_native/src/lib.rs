@@ -57,6 +57,7 @@ fn zlib_changed(_rb_self: Value, class: Value) {
 
 fn define_everything(ruby: &Ruby, namespace: RModule) -> Result<(), Error> {
     let found = thrift::probe(ruby)?;
+    ivars::verify_layout(ruby);
     let features = ruby.hash_new();
     features.aset(ruby.to_symbol("uuid_type"), found.uuid_type)?;
     features.aset(ruby.to_symbol("uuid_type_defined"), found.has_uuid_type)?;
@@ -105,6 +106,7 @@ fn define_everything(ruby: &Ruby, namespace: RModule) -> Result<(), Error> {
     let singleton = namespace.singleton_class()?;
     singleton.define_private_method("method_changed", method!(method_changed, 2))?;
     singleton.define_private_method("zlib_changed", method!(zlib_changed, 1))?;
+    singleton.define_private_method("ivar_access", magnus::function!(ivars::access, 0))?;
     Ok(())
 }
 

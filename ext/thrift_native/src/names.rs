@@ -27,11 +27,10 @@ define_rb_intern!(
     IVAR_DATA => "@data",
 );
 
-// Instance variables of unions and of Ruby 3.1's Set.
+// Instance variables of unions.
 define_rb_intern!(
     IVAR_SETFIELD => "@setfield",
     IVAR_VALUE => "@value",
-    IVAR_HASH => "@hash",
 );
 
 // Transport methods and ivars of FramedTransport and BufferedTransport.
@@ -136,6 +135,12 @@ define_rb_intern!(
     WRITE_BINARY => "write_binary",
     WRITE_UUID => "write_uuid",
 );
+
+// The Hash that a set.rb Set (Ruby before 4.0) keeps its elements in; what a core Set's fast walk relies on (4.0).
+#[cfg(ruby_lt_4_0)]
+define_rb_intern!(IVAR_HASH => "@hash");
+#[cfg(ruby_gte_4_0)]
+define_rb_intern!(EACH => "each");
 
 // Methods of structs, unions and the objects they hold.
 define_rb_intern!(

@@ -465,6 +465,53 @@ where
     walked.map(drop)
 }
 
+/// `rb_set_foreach`'s callback: one element to `f`.
+///
+/// # Safety
+/// `arg` must be the address of a live `EachPair<F>` (as `set_foreach` passes it).
+#[cfg(ruby_gte_4_0)]
+unsafe extern "C" fn each_element_callback<F>(element: VALUE, arg: VALUE) -> c_int
+where
+    F: FnMut(VALUE, VALUE) -> Result<(), Error>,
+{
+    // SAFETY: the caller's promise, passed on.
+    unsafe { each_pair_callback::<F>(element, QNIL, arg) }
+}
+
+/// Calls `f` with every element of Ruby 4.0's core Set `set`, without making an Array of them. `f`'s first error
+/// stops the walk.
+///
+/// # Safety
+/// `set` must be a core Set object (`rb_set_foreach` reads its table without checking its type).
+#[cfg(ruby_gte_4_0)]
+pub unsafe fn set_foreach<F>(set: VALUE, mut f: F) -> Result<(), Error>
+where
+    F: FnMut(VALUE) -> Result<(), Error>,
+{
+    let mut ctx = EachPair {
+        f: |element, _| f(element),
+        error: None,
+    };
+    let arg = &mut ctx as *mut EachPair<_> as VALUE;
+    fn callback_for<G: FnMut(VALUE, VALUE) -> Result<(), Error>>(
+        _: &EachPair<G>,
+    ) -> unsafe extern "C" fn(VALUE, VALUE) -> c_int {
+        each_element_callback::<G>
+    }
+    let callback = callback_for(&ctx);
+    // SAFETY: protected, because the walk raises if the Set is changed during it; the callback never lets a Ruby
+    // exception or a panic escape (it records them in `ctx`), and `ctx` outlives the call. `set` is a core Set (the
+    // caller's promise).
+    let walked = protect(|| unsafe {
+        rb_sys::rb_set_foreach(set, Some(callback), arg);
+        QNIL
+    });
+    if let Some(e) = ctx.error.take() {
+        return Err(e);
+    }
+    walked.map(drop)
+}
+
 /// FrozenError, with Ruby's own message, when `obj` is frozen.
 pub fn check_frozen(obj: VALUE) -> Result<(), Error> {
     if is_frozen(obj) {

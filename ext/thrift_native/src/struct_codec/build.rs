@@ -1,6 +1,6 @@
 //! The Ruby builder: what the core's decoder makes as it reads. Structs and unions are allocated (or `new`ed when
 //! their class has its own `initialize`), given their defaults, filled ivar by ivar and validated; lists are Arrays
-//! reserved as the core says, maps Hashes, sets `::Set`s filled without an intermediate Array.
+//! reserved as the core says, maps Hashes, sets `::Set`s filled without an intermediate Array (`sets`).
 
 use magnus::rb_sys::protect;
 use magnus::{Error, Ruby};
@@ -9,9 +9,10 @@ use thrift_native_core::codec::{Build, Container, Ran, Values};
 use thrift_native_core::{uuid, CoreError};
 
 use super::defaults::{self, PendingDefaults};
+use super::sets;
 use crate::errors;
 use crate::field_plan::{plan_for, ClassPlan, FieldPlan, RubyField, StructPlan};
-use crate::names::{ADD, IVAR_HASH, IVAR_SETFIELD, IVAR_VALUE, NEW, VALIDATE};
+use crate::names::{IVAR_SETFIELD, IVAR_VALUE, NEW, VALIDATE};
 use crate::rb;
 use crate::thrift::thrift;
 
@@ -233,14 +234,8 @@ impl Build<'static> for RubyBuilder<'_> {
         Ok((set, Ran::HostCode))
     }
 
-    /// Into the Set's @hash as `Set#add` does (Ruby 3.1's Set), else through `add`.
     fn set_insert(&mut self, set: &mut VALUE, item: VALUE, fresh: bool) -> Result<Ran, Error> {
-        let hash = rb::ivar_get(*set, IVAR_HASH.get());
-        if rb::builtin_type(hash) == Some(rb_sys::ruby_value_type::RUBY_T_HASH) {
-            return hash_store(hash, item, rb::QTRUE, fresh);
-        }
-        rb::funcall(*set, ADD.get(), &[item])?;
-        Ok(Ran::HostCode)
+        sets::insert(*set, item, fresh)
     }
 
     #[inline(always)]
@@ -291,17 +286,8 @@ impl Build<'static> for RubyBuilder<'_> {
 /// `hash[key] = value`. A String key the source made (`fresh`) is frozen first, so that Hash keeps it instead of
 /// making a frozen copy; a String from a protocol method is left as it is, as `Hash#[]=` leaves it. Hashing a key
 /// other than a String, an immediate or a Float runs its Ruby `#hash` and `#eql?`.
-fn hash_store(hash: VALUE, key: VALUE, value: VALUE, fresh: bool) -> Result<Ran, Error> {
-    let simple = if rb::is_string(key) {
-        if fresh {
-            // SAFETY: `key` is a String the source just made; nothing else refers to it yet.
-            unsafe { rb_sys::rb_obj_freeze(key) };
-        }
-        true
-    } else {
-        rb::is_special_const(key)
-            || rb::builtin_type(key) == Some(rb_sys::ruby_value_type::RUBY_T_FLOAT)
-    };
+pub(super) fn hash_store(hash: VALUE, key: VALUE, value: VALUE, fresh: bool) -> Result<Ran, Error> {
+    let simple = sets::prepare_key(key, fresh);
     // SAFETY: protected; hashing a struct key calls its Ruby #hash and #eql?.
     protect(|| unsafe { rb_sys::rb_hash_aset(hash, key, value) })?;
     Ok(if simple { Ran::OnlyRust } else { Ran::HostCode })

@@ -8,10 +8,9 @@ use rb_sys::VALUE;
 use thrift_native_core::codec::{Inspect, Primitive, Scalar};
 use thrift_native_core::{uuid, CoreError};
 
+use super::sets;
 use crate::field_plan::{plan_for, FieldPlan, RubyField, StructPlan};
-use crate::names::{
-    ENTRIES, IVAR_HASH, IVAR_SETFIELD, IVAR_VALUE, KEYS, NAME_TO_ID, TO_S, VALIDATE,
-};
+use crate::names::{ENTRIES, IVAR_SETFIELD, IVAR_VALUE, KEYS, NAME_TO_ID, TO_S, VALIDATE};
 use crate::thrift::thrift;
 use crate::{bytes, errors, rb};
 
@@ -190,17 +189,8 @@ impl Inspect<'static> for RubyValues<'_> {
         Ok(())
     }
 
-    /// A Set ([`is_set`]) whose elements are the keys of its `@hash` (Ruby 3.1's Set).
-    fn set_keys(&self, set: VALUE) -> Option<(VALUE, usize)> {
-        if !is_set(set) {
-            return None;
-        }
-        let hash = rb::ivar_get(set, IVAR_HASH.get());
-        if rb::builtin_type(hash) != Some(RUBY_T_HASH) {
-            return None;
-        }
-        // SAFETY: `hash` is a Hash.
-        Some((hash, unsafe { rb_sys::rb_hash_size_num(hash) as usize }))
+    fn set_elements(&self, set: VALUE) -> Option<(VALUE, usize)> {
+        sets::walkable(set)
     }
 
     /// The C accelerator's view: an Array as is, a Set's `entries`, a Hash's `keys`; TypeError for anything else.
@@ -215,10 +205,10 @@ impl Inspect<'static> for RubyValues<'_> {
         rb::funcall(set, KEYS.get(), &[])
     }
 
-    fn each_key<F>(&mut self, map: VALUE, mut f: F) -> Result<(), Error>
+    fn each_set_element<F>(&mut self, elements: VALUE, mut f: F) -> Result<(), Error>
     where
         F: FnMut(&mut Self, VALUE) -> Result<(), Error>,
     {
-        rb::hash_foreach(map, |key, _| f(self, key))
+        sets::each_element(elements, |item| f(self, item))
     }
 }

@@ -19,6 +19,7 @@ mod dispatch;
 mod fast;
 mod inspect;
 mod json;
+mod sets;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -278,6 +279,7 @@ fn union_write(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<(), Error>
 }
 
 pub fn init(ruby: &Ruby) -> Result<(), Error> {
+    sets::init();
     let t = thrift();
     // SAFETY: Thrift::Struct and Thrift::Union are pinned at load time.
     let (struct_module, union) = unsafe { (rb::value(t.struct_module), rb::value(t.union)) };

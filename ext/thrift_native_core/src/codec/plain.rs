@@ -481,7 +481,7 @@ impl<'v, 'd: 'v> Inspect<'d> for PlainValues<'v, 'd> {
         Ok(())
     }
 
-    fn set_keys(&self, set: &'v Value<'d>) -> Option<(&'v Value<'d>, usize)> {
+    fn set_elements(&self, set: &'v Value<'d>) -> Option<(&'v Value<'d>, usize)> {
         match set {
             Value::Set(items) => Some((set, items.len())),
             _ => None,
@@ -492,11 +492,11 @@ impl<'v, 'd: 'v> Inspect<'d> for PlainValues<'v, 'd> {
         Ok(set)
     }
 
-    fn each_key<F>(&mut self, map: &'v Value<'d>, mut f: F) -> Result<(), CoreError>
+    fn each_set_element<F>(&mut self, elements: &'v Value<'d>, mut f: F) -> Result<(), CoreError>
     where
         F: FnMut(&mut Self, &'v Value<'d>) -> Result<(), CoreError>,
     {
-        if let Value::Set(items) = map {
+        if let Value::Set(items) = elements {
             for item in items {
                 f(self, item)?;
             }

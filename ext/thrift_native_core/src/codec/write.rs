@@ -56,12 +56,13 @@ pub trait Inspect<'d> {
     fn each_pair<F>(&mut self, map: Self::Value, native: bool, f: F) -> Result<(), Self::Error>
     where
         F: FnMut(&mut Self, Self::Value, Self::Value) -> Result<(), Self::Error>;
-    /// A set whose elements can be walked without host code: the map holding them and their count.
-    fn set_keys(&self, set: Self::Value) -> Option<(Self::Value, usize)>;
+    /// A set whose elements can be walked without host code: what holds them (the set, or a map whose keys they
+    /// are) and their count.
+    fn set_elements(&self, set: Self::Value) -> Option<(Self::Value, usize)>;
     /// A set's elements as a list (Ruby: an Array as is, `entries`, a Hash's `keys`). Host code.
     fn set_items(&mut self, set: Self::Value) -> Result<Self::Value, Self::Error>;
-    /// Calls `f` with every key of a map from [`Inspect::set_keys`].
-    fn each_key<F>(&mut self, map: Self::Value, f: F) -> Result<(), Self::Error>
+    /// Calls `f` with every element held by what [`Inspect::set_elements`] gave.
+    fn each_set_element<F>(&mut self, elements: Self::Value, f: F) -> Result<(), Self::Error>
     where
         F: FnMut(&mut Self, Self::Value) -> Result<(), Self::Error>;
 }
@@ -229,9 +230,9 @@ where
                 .as_deref()
                 .ok_or_else(|| values.error(CoreError::MissingElementType))?;
             if sink.native() {
-                if let Some((keys, size)) = values.set_keys(v) {
+                if let Some((elements, size)) = values.set_elements(v) {
                     sink.list_begin(Sequence::Set, e.code, size)?;
-                    values.each_key(keys, |values, item| {
+                    values.each_set_element(elements, |values, item| {
                         write_value(values, sink, e, item, depth)
                     })?;
                     return sink.list_end(Sequence::Set);

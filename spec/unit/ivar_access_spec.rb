@@ -1,0 +1,55 @@
+# frozen_string_literal: true
+
+# The hot paths read and write their ivars (a memory buffer's @buf and @index, a protocol's @trans) in the object
+# directly, by a slot learned per class (Ruby 3.1) or per object shape (3.2 on), verified against libruby
+# (ext/thrift_native/src/ivars.rs). Objects of other shapes (extra ivars in any order, an object_id, too many shape
+# variations of one class) must read and write exactly what rb_ivar_get and rb_ivar_set would.
+RSpec.describe "Hot-path ivar access" do
+  def read_through(trans, count)
+    prot = Thrift::CompactProtocol.new(trans)
+    Array.new(count) { prot.read_byte }
+  end
+
+  it "reaches ivars directly on the Rubies whose object layout it knows, and is verified on this one" do
+    read_through(Thrift::MemoryBufferTransport.new("\x01".b * 64), 32)
+    known = { "3.1" => "class_index", "3.2" => "shapes", "3.3" => "shapes", "3.4" => "shapes", "4.0" => "shape_fields" }
+    expect(ThriftNative.__send__(:ivar_access)).to eq(known.fetch(RUBY_VERSION[/\A\d+\.\d+/], "rb_ivar_get"))
+  end
+
+  it "reads and writes the right ivars for memory buffers of many shapes, taken in turn" do
+    bytes = (0..127).map(&:chr).join.b
+    transports = Array.new(24) do |i|
+      trans = Thrift::MemoryBufferTransport.new(bytes.dup)
+      # Extra ivars before and after the library's own, in orders that make new shapes; with enough of them
+      # (Ruby 3.3 on: 8 variations of a class), the class's later instances are "too complex".
+      (i % 4).times { |k| trans.instance_variable_set(:"@pad#{(i * 7) + k}", k) }
+      trans.object_id if i.odd? # Ruby 4.0: an object_id is one of the object's fields
+      trans.remove_instance_variable(:@pad0) if i.zero? && trans.instance_variable_defined?(:@pad0)
+      trans
+    end
+    positions = Array.new(transports.size, 0)
+    6.times do |round|
+      transports.each_with_index do |trans, i|
+        n = 1 + ((round + i) % 4)
+        expect(read_through(trans, n)).to eq(bytes.bytes[positions[i], n].map { |b| b > 127 ? b - 256 : b })
+        positions[i] += n
+        expect(trans.instance_variable_get(:@index)).to eq(positions[i])
+      end
+    end
+    expect(transports.map(&:available)).to eq(positions.map { |p| bytes.bytesize - p })
+  end
+
+  it "follows an ivar replaced from Ruby between reads, and an object whose ivars were removed and set again" do
+    trans = Thrift::MemoryBufferTransport.new("abcdef".b)
+    expect(read_through(trans, 2)).to eq([97, 98])
+    trans.instance_variable_set(:@index, 4)
+    expect(read_through(trans, 1)).to eq([101])
+    trans.instance_variable_set(:@buf, "xyz".b)
+    trans.instance_variable_set(:@index, 0)
+    expect(read_through(trans, 3)).to eq([120, 121, 122])
+    trans.remove_instance_variable(:@index)
+    trans.instance_variable_set(:@index, 1)
+    expect(read_through(trans, 1)).to eq([121])
+    expect(trans.instance_variable_get(:@index)).to eq(2)
+  end
+end
