@@ -20,6 +20,13 @@ module RubyFacts
       e.message.sub(/long(?=.\z)/, "long long")
     end
 
+    # GC.verify_compaction_references, its heap grown first: `expand_heap:` from Ruby 3.2 on, `double_heap:` before
+    # (3.2 on warns that that name is deprecated).
+    def verify_compaction
+      grow = GC.method(:verify_compaction_references).parameters.include?([:key, :expand_heap]) ? :expand_heap : :double_heap
+      GC.verify_compaction_references(grow => true, toward: :empty)
+    end
+
     # The objects a two-element Set allocates beyond itself: the Hash that set.rb's Set keeps (Ruby 3.1-3.4), none for
     # Ruby 4.0's core Set.
     def objects_inside_a_set
