@@ -19,8 +19,9 @@ end
 
 require "rbconfig"
 require_relative "thrift_native/version"
-# The precompiled platform gem holds one extension per Ruby minor version (lib/thrift_native/3.1/, 3.3/, each built
-# against that Ruby); the source gem and a work tree hold one built for the running Ruby in lib/thrift_native/.
+# The precompiled platform gem holds one extension per Ruby minor version (lib/thrift_native/3.1/, 3.3/, ..., each
+# built against that Ruby), and so does a work tree (`rake compile` with each Ruby); the installed source gem holds
+# the one `gem install` built, in lib/thrift_native/.
 precompiled = Dir[File.join(__dir__, "thrift_native", "*", "thrift_native.#{RbConfig::CONFIG["DLEXT"]}")]
 if precompiled.empty?
   require_relative "thrift_native/thrift_native"
