@@ -39,6 +39,22 @@ RSpec.describe "Hot-path ivar access" do
     expect(transports.map(&:available)).to eq(positions.map { |p| bytes.bytesize - p })
   end
 
+  # From Ruby 3.2 on a slot is learned by the ivar's name, so also while it holds nil or a value another ivar holds:
+  # CompactProtocol#read_bool's @bool_value is nil but between a bool field's header and its value.
+  it "reads an ivar learned while it held nil, or the same value as another, once Ruby code sets it" do
+    trans = Thrift::MemoryBufferTransport.new("\x01".b * 40)
+    prot = Thrift::CompactProtocol.new(trans)
+    prot.instance_variable_set(:@pad, nil)
+    expect(Array.new(20) { prot.read_bool }).to eq([true] * 20)
+    prot.instance_variable_set(:@bool_value, false)
+    expect(prot.read_bool).to be(false) # the pending value, no byte read
+    expect(trans.available).to eq(20)
+    expect(prot.instance_variable_get(:@bool_value)).to be_nil
+    prot.instance_variable_set(:@bool_value, true)
+    expect(prot.read_bool).to be(true)
+    expect(trans.available).to eq(20)
+  end
+
   it "follows an ivar replaced from Ruby between reads, and an object whose ivars were removed and set again" do
     trans = Thrift::MemoryBufferTransport.new("abcdef".b)
     expect(read_through(trans, 2)).to eq([97, 98])

@@ -44,8 +44,14 @@ pub fn access() -> &'static str {
 }
 
 const UNKNOWN: u32 = u32::MAX;
-/// `shaped` before anything is learned: no shape id is u32::MAX in the upper half together with this index.
+/// `shaped` before anything is learned: no shape id is u32::MAX (Ruby's INVALID_SHAPE_ID).
 const UNLEARNED: u64 = u64::MAX;
+/// `shaped`'s lower half for a shape that has no such ivar.
+#[cfg_attr(
+    not(any(ivar_layout = "shapes", ivar_layout = "shape_fields")),
+    allow(dead_code)
+)]
+const ABSENT: u64 = 0xffff_ffff;
 
 pub struct IvarSlot {
     class: AtomicUsize,
@@ -53,7 +59,8 @@ pub struct IvarSlot {
     /// `class_index`: the ivar's index in instances of `class`, or UNKNOWN.
     #[cfg_attr(not(ivar_layout = "class_index"), allow(dead_code))]
     index: AtomicU32,
-    /// `shapes`, `shape_fields`: the shape id last learned (upper 32 bits) and the ivar's index in it, or UNLEARNED.
+    /// `shapes`, `shape_fields`: the shape id last learned (upper 32 bits) and the ivar's index in it (ABSENT: the
+    /// shape has no such ivar), or UNLEARNED.
     #[cfg_attr(ivar_layout = "class_index", allow(dead_code))]
     shaped: AtomicU64,
 }
@@ -106,25 +113,42 @@ impl IvarSlot {
     }
 }
 
-/// The direct accesses, where a layout-specific `slot` (the ivar's place in this object's array, if known) exists.
+/// Where a layout finds the ivar in an object.
+#[cfg(ivar_slots)]
+enum Place {
+    /// In the object's array, here.
+    Slot(*mut VALUE),
+    /// Nowhere: the object's shape has no such ivar (rb_ivar_get answers nil). Not on 3.1.
+    #[cfg_attr(ivar_layout = "class_index", allow(dead_code))]
+    Absent,
+    /// Not known for this object: ask rb_ivar_get.
+    Unknown,
+}
+
+/// The direct accesses, where a layout-specific `place` (where the ivar is in this object, if known) exists.
 #[cfg(ivar_slots)]
 impl IvarSlot {
     #[inline(always)]
     fn read_slot(&self, obj: VALUE) -> Option<VALUE> {
-        // SAFETY: `slot` returns a pointer into obj's live ivar array.
-        self.slot(obj).map(|p| unsafe { *p })
+        match self.place(obj) {
+            // SAFETY: `place` gives a pointer into obj's live ivar array.
+            Place::Slot(p) => Some(unsafe { *p }),
+            Place::Absent => Some(rb::QNIL),
+            Place::Unknown => None,
+        }
     }
 
-    /// An immediate needs no write barrier: it is not a heap reference the GC must learn about.
+    /// An immediate needs no write barrier: it is not a heap reference the GC must learn about. An absent ivar is
+    /// added by rb_ivar_set (a new shape).
     #[inline(always)]
     fn write_slot(&self, obj: VALUE, v: VALUE) -> bool {
-        match self.slot(obj) {
-            Some(p) => {
+        match self.place(obj) {
+            Place::Slot(p) => {
                 // SAFETY: `p` points into obj's ivar array, obj is not frozen, and `v` is an immediate.
                 unsafe { *p = v };
                 true
             }
-            None => false,
+            Place::Absent | Place::Unknown => false,
         }
     }
 }
@@ -133,7 +157,7 @@ impl IvarSlot {
 ///
 /// # Safety
 /// `ptr` must point to at least `len` readable VALUEs.
-#[cfg(ivar_slots)]
+#[cfg(ivar_layout = "class_index")]
 unsafe fn unique_slot(ptr: *const VALUE, len: usize, v: VALUE) -> Option<usize> {
     let mut found = None;
     for i in 0..len {

@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 
 use rb_sys::{ruby_value_type, RObject, VALUE};
 
-use super::{unique_slot, IvarSlot, UNKNOWN};
+use super::{unique_slot, IvarSlot, Place, UNKNOWN};
 use crate::rb;
 
 const QUNDEF: VALUE = rb_sys::special_consts::Qundef as VALUE;
@@ -37,15 +37,19 @@ impl IvarSlot {
     }
 
     #[inline(always)]
-    pub(super) fn slot(&self, obj: VALUE) -> Option<*mut VALUE> {
+    pub(super) fn place(&self, obj: VALUE) -> Place {
         let index = self.index.load(Ordering::Relaxed);
         if index == UNKNOWN || !self.of_class(obj) {
-            return None;
+            return Place::Unknown;
         }
         // SAFETY: `obj` is a T_OBJECT; the index is checked against its ivar count before the pointer is formed.
         unsafe {
             let (ptr, len) = ivars(obj);
-            (index < len && *ptr.add(index as usize) != QUNDEF).then(|| ptr.add(index as usize))
+            if index < len && *ptr.add(index as usize) != QUNDEF {
+                Place::Slot(ptr.add(index as usize))
+            } else {
+                Place::Unknown
+            }
         }
     }
 

@@ -1,6 +1,7 @@
 //! Ruby 3.2 and later keep an object's ivars in an array whose layout its shape fixes for good: a shape's ivars are
-//! never removed in place (removing one makes a new shape). An `IvarSlot` remembers the index of its ivar in the
-//! last shape it met and reads or writes the array directly for an object of that very shape. 64-bit Rubies keep the
+//! never removed in place (removing one makes a new shape from 3.3 on; 3.2 leaves a hole, which `place_of` sees).
+//! An `IvarSlot` remembers the index of its ivar in the last shape it met and reads or writes the array directly for
+//! an object of that very shape. 64-bit Rubies keep the
 //! 32-bit shape id in RBasic's flags, above bit 32 (shape.h's SHAPE_FLAG_SHIFT); the first object learned from checks
 //! that against libruby's own answer, and a Ruby built otherwise never learns anything.
 //!
@@ -10,9 +11,11 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use rb_sys::{ruby_value_type, RBasic, VALUE};
+use std::os::raw::c_int;
 
-use super::{unique_slot, IvarSlot, UNLEARNED};
+use rb_sys::{ruby_value_type, RBasic, ID, VALUE};
+
+use super::{IvarSlot, Place, ABSENT, UNLEARNED};
 use crate::rb;
 
 #[cfg(ivar_layout = "shape_fields")]
@@ -57,29 +60,40 @@ pub(super) fn flags_shape_id(flags: VALUE) -> u32 {
 
 impl IvarSlot {
     #[inline(always)]
-    pub(super) fn slot(&self, obj: VALUE) -> Option<*mut VALUE> {
+    pub(super) fn place(&self, obj: VALUE) -> Place {
         let learned = self.shaped.load(Ordering::Relaxed);
         if learned == UNLEARNED {
-            return None;
+            return Place::Unknown;
         }
-        let flags = object_flags(obj)?;
+        let Some(flags) = object_flags(obj) else {
+            return Place::Unknown;
+        };
         if u64::from(flags_shape_id(flags)) != learned >> 32 {
-            return None;
+            return Place::Unknown;
+        }
+        let index = learned & 0xffff_ffff;
+        if index == ABSENT {
+            return Place::Absent;
         }
         // SAFETY: `obj` has the shape the index was learned in, which says the object holds at least index + 1
         // ivars in its array (a shape that keeps them elsewhere is never learned).
         unsafe {
-            let p = layout::ivar_array(obj, flags).add((learned & 0xffff_ffff) as usize);
-            (*p != QUNDEF).then_some(p)
+            let p = layout::ivar_array(obj, flags).add(index as usize);
+            if *p != QUNDEF {
+                Place::Slot(p)
+            } else {
+                Place::Unknown
+            }
         }
     }
 
-    /// Learns the index in `obj`'s shape from a value just read with rb_ivar_get: the one slot among the object's
-    /// ivars holding exactly that VALUE. Ambiguous or unset values teach nothing; a later call learns from another
-    /// value.
+    /// Learns the ivar's index in `obj`'s shape: its place among the object's ivars as `rb_ivar_foreach` walks them
+    /// (in index order: a shape's ivars from the root down), each checked against the array ([`place_of`]). So an
+    /// ivar holding nil, or a value another ivar holds too, is learned as well; `v`, what rb_ivar_get just returned,
+    /// must be in the place found.
     #[cold]
     pub(super) fn learn(&self, obj: VALUE, v: VALUE) {
-        if rb::is_nil(v) || LAYOUT_DIFFERS.load(Ordering::Relaxed) {
+        if LAYOUT_DIFFERS.load(Ordering::Relaxed) {
             return;
         }
         let Some(flags) = object_flags(obj) else {
@@ -94,15 +108,88 @@ impl IvarSlot {
         if !layout::ivars_in_array(obj, shape) {
             return;
         }
-        // SAFETY: `obj` is a live T_OBJECT whose ivars are all in its array: rb_ivar_count of them.
-        let found = unsafe {
-            let count = rb_sys::rb_ivar_count(obj) as usize;
-            unique_slot(layout::ivar_array(obj, flags), count, v)
+        // SAFETY: `obj` is a live T_OBJECT whose ivars are all in its array, rb_ivar_count of them.
+        let learned = match unsafe { place_of(obj, layout::ivar_array(obj, flags), self.id()) } {
+            // SAFETY: `i` is below the object's ivar count (place_of checked).
+            Walked::At(i) if unsafe { *layout::ivar_array(obj, flags).add(i) } == v => i as u64,
+            Walked::Absent if rb::is_nil(v) => ABSENT,
+            _ => return,
         };
-        if let Some(i) = found {
-            self.shaped
-                .store(u64::from(shape) << 32 | i as u64, Ordering::Relaxed);
-        }
+        self.shaped
+            .store(u64::from(shape) << 32 | learned, Ordering::Relaxed);
+    }
+}
+
+/// What [`place_of`] found.
+enum Walked {
+    At(usize),
+    /// Every ivar walked, all in their places, and none was the one sought.
+    Absent,
+    /// The walk and the array disagree.
+    Unknown,
+}
+
+/// What [`place_of`] hands `rb_ivar_foreach`'s callback.
+struct Walk {
+    id: ID,
+    array: *const VALUE,
+    count: usize,
+    place: usize,
+    found: Option<usize>,
+    agrees: bool,
+}
+
+/// One ivar of the walk: the one sought ends it with its place; any whose value is not the array's at its place (a
+/// walk not in index order, or a removed ivar's hole) ends it with nothing.
+///
+/// # Safety
+/// `arg` must be the address of the live `Walk` that `place_of` passes, whose `array` holds `count` VALUEs.
+unsafe extern "C" fn walk_ivar(key: ID, value: VALUE, arg: rb_sys::st_data_t) -> c_int {
+    const ST_CONTINUE: c_int = 0;
+    const ST_STOP: c_int = 1;
+    // SAFETY: the caller's promise.
+    let walk = unsafe { &mut *(arg as *mut Walk) };
+    // SAFETY: `place` is checked against `count` first.
+    if walk.place >= walk.count || unsafe { *walk.array.add(walk.place) } != value {
+        walk.agrees = false;
+        return ST_STOP;
+    }
+    if key == walk.id {
+        walk.found = Some(walk.place);
+        return ST_STOP;
+    }
+    walk.place += 1;
+    ST_CONTINUE
+}
+
+/// The index of ivar `id` in a T_OBJECT's ivar array, or that it has none, where the walk of its ivars agrees with
+/// the array (each in its place, as many as rb_ivar_count says).
+///
+/// # Safety
+/// `obj` must be a live T_OBJECT whose ivars are all in `array` (not too complex).
+unsafe fn place_of(obj: VALUE, array: *const VALUE, id: ID) -> Walked {
+    let mut walk = Walk {
+        id,
+        array,
+        // SAFETY: the caller's promise; rb_ivar_count only reads the object's shape.
+        count: unsafe { rb_sys::rb_ivar_count(obj) } as usize,
+        place: 0,
+        found: None,
+        agrees: true,
+    };
+    // SAFETY: for a T_OBJECT, rb_ivar_foreach only walks its shape and calls `walk_ivar` (which runs no Ruby code and
+    // cannot raise) with `walk`, which outlives the call.
+    unsafe {
+        rb_sys::rb_ivar_foreach(
+            obj,
+            Some(walk_ivar),
+            &mut walk as *mut Walk as rb_sys::st_data_t,
+        )
+    };
+    match walk.found {
+        Some(i) => Walked::At(i),
+        None if walk.agrees && walk.place == walk.count => Walked::Absent,
+        None => Walked::Unknown,
     }
 }
 
