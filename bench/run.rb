@@ -9,7 +9,10 @@
 # brings HeaderTransport: its stacks are measured with master's library under all three (pure-master, c-master,
 # ours-master), as is the RPC benchmark, whose clients master wants from its own compiler (THRIFT_MASTER_COMPILER).
 # THRIFT_C_VERSION names the version of the thrift on the load path (default 0.14, Debian 12's) in the column labels;
-# BENCH_RESULTS is where the JSON goes (default bench/results). `bin/matrix bench-3.3-0.19` sets both.
+# BENCH_RESULTS is where the JSON goes (default bench/results). `bin/matrix bench-RUBY-THRIFT` sets both.
+# On a Ruby built with YJIT (RubyVM::YJIT; bin/rubies builds 3.2, 3.4 and 4.0 so), every accelerator is measured a
+# second time with YJIT on (`ruby --yjit`, the "+YJIT" columns), as services run it in production; BENCH_YJIT=0
+# leaves them out.
 
 require "json"
 require "time"
@@ -17,11 +20,20 @@ require "fileutils"
 require_relative "../spec/support/child_ruby"
 
 SECONDS = ARGV.fetch(0, "0.5")
-IMPLS = (ENV["THRIFT_MASTER_RB"] ? %w[pure c c-master ours] : %w[pure c ours]).freeze
-LABELS = { "pure" => "pure Ruby", "c" => "C #{ENV.fetch("THRIFT_C_VERSION", "0.14")}", "c-master" => "C master", "ours" => "thrift_native",
-           "pure-master" => "pure Ruby (master)", "ours-master" => "thrift_native (master)" }.freeze
-MASTER_IMPLS = (ENV["THRIFT_MASTER_RB"] ? %w[pure-master c-master ours-master] : []).freeze
-RPC_IMPLS = (%w[pure c ours] + (ENV["THRIFT_MASTER_COMPILER"] ? MASTER_IMPLS : [])).freeze
+YJIT = defined?(RubyVM::YJIT) && ENV.fetch("BENCH_YJIT", "1") != "0"
+# Each accelerator, then (on a YJIT Ruby) each again under YJIT: "ours+yjit" is "ours" in a `ruby --yjit` child.
+def with_yjit(impls) = (impls + (YJIT ? impls.map { |i| "#{i}+yjit" } : [])).freeze
+# With thrift master itself on the load path (bin/matrix bench-4.0-master), "c" is master's C accelerator already.
+MASTER_LOADED = !ENV["THRIFT_MASTER_RB"].nil? &&
+                ENV.fetch("RUBYLIB", "").split(File::PATH_SEPARATOR).include?(File.join(ENV["THRIFT_MASTER_RB"], "lib"))
+MASTER_BESIDE = !ENV["THRIFT_MASTER_RB"].nil? && !MASTER_LOADED
+IMPLS = with_yjit(MASTER_BESIDE ? %w[pure c c-master ours] : %w[pure c ours])
+BASE_LABELS = { "pure" => "pure Ruby", "c" => "C #{ENV.fetch("THRIFT_C_VERSION", "0.14")}", "c-master" => "C master",
+                "ours" => "thrift_native", "pure-master" => "pure Ruby (master)",
+                "ours-master" => "thrift_native (master)" }.freeze
+LABELS = BASE_LABELS.merge(BASE_LABELS.to_h { |i, label| ["#{i}+yjit", "#{label} +YJIT"] }).freeze
+MASTER_IMPLS = with_yjit(ENV["THRIFT_MASTER_RB"] ? %w[pure-master c-master ours-master] : [])
+RPC_IMPLS = with_yjit(%w[pure c ours] + (MASTER_BESIDE && ENV["THRIFT_MASTER_COMPILER"] ? %w[pure-master c-master ours-master] : []))
 RESULTS_DIR = File.expand_path(ENV.fetch("BENCH_RESULTS", File.join(__dir__, "results")))
 
 PROTOCOLS = %w[binary compact].freeze
@@ -30,7 +42,8 @@ def run_suite(script, *args, impls: IMPLS)
   results = Hash.new { |h, k| h[k] = {} }
   impls.each do |impl|
     $stderr.print "#{script} #{args.join(" ")} [#{LABELS[impl]}] "
-    ChildRuby.each_line(File.expand_path(script, __dir__), impl, SECONDS, *args) do |line|
+    yjit = impl.end_with?("+yjit") ? ["--yjit"] : []
+    ChildRuby.each_line(*yjit, File.expand_path(script, __dir__), impl.delete_suffix("+yjit"), SECONDS, *args) do |line|
       row = JSON.parse(line)
       results[row.fetch("op")][impl] = row
       $stderr.print "."
@@ -56,14 +69,41 @@ end
 def fmt_ns(row) = row ? format("%.1f", row["ns_per_call"]) : "n/a"
 def fmt_obj(row) = row ? format("%.3f", row["objects_per_call"]) : "n/a"
 
+# The comparisons a table shows, [label, ours, bases]: thrift_native against the first of `bases` measured (the
+# newest C, or pure Ruby), and on a YJIT Ruby thrift_native +YJIT against the same +YJIT and against pure Ruby +YJIT.
+def comparisons(impls, bases, label)
+  ours = (%w[ours ours-master] & impls).first
+  list = [["vs #{label}", ours, bases]]
+  return list unless YJIT
+
+  list << ["vs #{label} +YJIT", "#{ours}+yjit", bases.map { |b| "#{b}+yjit" }]
+  pure = (%w[pure+yjit pure-master+yjit] & impls).first
+  list << ["vs pure +YJIT", "#{ours}+yjit", [pure]] if pure && !bases.include?(pure.delete_suffix("+yjit"))
+  list
+end
+
+# How many times faster `ours` is than the first of `bases` measured: base / ours for a time, ours / base for a rate.
+def ratio(by_impl, ours, bases, key, higher: false)
+  base = by_impl.values_at(*bases).compact.first
+  mine = by_impl[ours]
+  return "n/a" unless base && mine
+
+  format("%.2fx", higher ? mine[key] / base[key] : base[key] / mine[key])
+end
+
+# The accelerators whose objects per call a table shows: YJIT does not change what a call allocates.
+def counted(impls) = impls.reject { |i| i.end_with?("+yjit") }
+
 # results: { protocol => { op => { impl => row } } }
 def table(results)
-  header = ["protocol", "op", *IMPLS.map { |i| "#{LABELS[i]} ns" }, "vs C", *IMPLS.map { |i| "#{LABELS[i]} obj" }]
+  versus = comparisons(IMPLS, %w[c-master c], "C")
+  header = ["protocol", "op", *IMPLS.map { |i| "#{LABELS[i]} ns" }, *versus.map(&:first),
+            *counted(IMPLS).map { |i| "#{LABELS[i]} obj" }]
   rows = results.flat_map do |protocol, by_op|
     by_op.map do |op, by_impl|
-      c, ours = by_impl["c-master"] || by_impl["c"], by_impl["ours"]
-      speedup = c && ours ? format("%.2fx", c["ns_per_call"] / ours["ns_per_call"]) : "n/a"
-      [protocol, op, *IMPLS.map { |i| fmt_ns(by_impl[i]) }, speedup, *IMPLS.map { |i| fmt_obj(by_impl[i]) }]
+      [protocol, op, *IMPLS.map { |i| fmt_ns(by_impl[i]) },
+       *versus.map { |_, ours, bases| ratio(by_impl, ours, bases, "ns_per_call") },
+       *counted(IMPLS).map { |i| fmt_obj(by_impl[i]) }]
     end
   end
   render(header, rows)
@@ -72,16 +112,16 @@ end
 # results: { protocol => { op => { impl => row } } }
 # `versus`: what 'vs' compares thrift_native with, the first of them measured (the newest C, or pure Ruby).
 def struct_table(results, impls = IMPLS, versus: %w[c-master c])
-  header = ["protocol", "scenario", *impls.map { |i| "#{LABELS[i]} s" }, versus == %w[pure] ? "vs pure Ruby" : "vs C",
-            *impls.map { |i| "#{LABELS[i]} obj/op" }]
+  comps = comparisons(impls, versus, versus == %w[pure] ? "pure Ruby" : "C")
+  header = ["protocol", "scenario", *impls.map { |i| "#{LABELS[i]} s" }, *comps.map(&:first),
+            *counted(impls).map { |i| "#{LABELS[i]} obj/op" }]
   rows = results.flat_map do |protocol, by_op|
     by_op.map do |op, by_impl|
-      base, ours = by_impl.values_at(*versus).compact.first, by_impl["ours"] || by_impl["ours-master"]
       any = by_impl.values.first
       label = "#{op} (#{any["count"]}x, #{any["bytes"]} B)"
-      speedup = base && ours ? format("%.2fx", base["seconds"] / ours["seconds"]) : "n/a"
-      [protocol, label, *impls.map { |i| by_impl[i] ? format("%.4f", by_impl[i]["seconds"]) : "n/a" }, speedup,
-       *impls.map { |i| by_impl[i] ? format("%.2f", by_impl[i]["objects_per_op"]) : "n/a" }]
+      [protocol, label, *impls.map { |i| by_impl[i] ? format("%.4f", by_impl[i]["seconds"]) : "n/a" },
+       *comps.map { |_, ours, bases| ratio(by_impl, ours, bases, "seconds") },
+       *counted(impls).map { |i| by_impl[i] ? format("%.2f", by_impl[i]["objects_per_op"]) : "n/a" }]
     end
   end
   render(header, rows)
@@ -90,14 +130,13 @@ end
 # results: { op => { impl => row } }; higher is better here, so 'vs C' is ours / C, for each library measured.
 def rpc_table(results)
   pairs = [%w[ours c], %w[ours-master c-master]].select { |o, _| RPC_IMPLS.include?(o) }
+  pairs += pairs.map { |o, c| ["#{o}+yjit", "#{c}+yjit"] } if YJIT
   header = ["call", *RPC_IMPLS.map { |i| "#{LABELS[i]} calls/s" }, *pairs.map { |o, c| "#{LABELS[o]} vs #{LABELS[c]}" },
-            *RPC_IMPLS.map { |i| "#{LABELS[i]} obj/call" }]
+            *counted(RPC_IMPLS).map { |i| "#{LABELS[i]} obj/call" }]
   rows = results.map do |op, by_impl|
-    speedups = pairs.map do |o, c|
-      by_impl[o] && by_impl[c] ? format("%.2fx", by_impl[o]["calls_per_second"] / by_impl[c]["calls_per_second"]) : "n/a"
-    end
-    [op, *RPC_IMPLS.map { |i| by_impl[i] ? format("%.1f", by_impl[i]["calls_per_second"]) : "n/a" }, *speedups,
-     *RPC_IMPLS.map { |i| by_impl[i] ? format("%.1f", by_impl[i]["objects_per_call"]) : "n/a" }]
+    [op, *RPC_IMPLS.map { |i| by_impl[i] ? format("%.1f", by_impl[i]["calls_per_second"]) : "n/a" },
+     *pairs.map { |o, c| ratio(by_impl, o, [c], "calls_per_second", higher: true) },
+     *counted(RPC_IMPLS).map { |i| by_impl[i] ? format("%.1f", by_impl[i]["objects_per_call"]) : "n/a" }]
   end
   render(header, rows, 1)
 end
