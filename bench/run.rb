@@ -203,3 +203,33 @@ puts "\nRPC: the generated client calling a Thrift::SimpleServer (forked, the sa
      "in turn; 'vs': thrift_native / C with the same library) and objects the client allocates per call\n\n"
 puts rpc_table(rpc)
 save("rpc", rpc)
+
+# On a YJIT Ruby: thrift_native +YJIT against C +YJIT and pure Ruby +YJIT on every row of the tables above (their
+# ratios, each > 1 where ours is ahead), so that a row where YJIT closes the gap shows.
+if YJIT
+  measured = [["primitives", primitives, "ns_per_call"], ["structs", structs, "seconds"],
+              ["json_primitives", json_primitives, "ns_per_call"], ["json_structs", json, "seconds"],
+              ["stacks", stacks, "seconds"], ["header_stacks", header || {}, "seconds"],
+              ["rpc", { "" => rpc }, "calls_per_second"]]
+  ratios = measured.flat_map do |name, results, key|
+    results.flat_map do |protocol, by_op|
+      by_op.flat_map do |op, by_impl|
+        ours = %w[ours+yjit ours-master+yjit].find { |i| by_impl[i] }
+        next [] unless ours
+
+        %w[c-master+yjit c+yjit pure+yjit pure-master+yjit].filter_map do |base|
+          next unless by_impl[base]
+
+          higher = key == "calls_per_second"
+          r = higher ? by_impl[ours][key] / by_impl[base][key] : by_impl[base][key] / by_impl[ours][key]
+          [r, "#{name} #{protocol} #{op}".squeeze(" "), LABELS[base]]
+        end
+      end
+    end
+  end
+  behind = ratios.select { |r, *| r <= 1 }
+  closest = ratios.min_by(3, &:first).map { |r, row, base| format("%s vs %s %.2fx", row, base, r) }
+  puts "\nWith YJIT: thrift_native +YJIT ahead on #{ratios.size - behind.size} of #{ratios.size} comparisons with " \
+       "C +YJIT and pure Ruby +YJIT; the closest: #{closest.join("; ")}"
+  behind.each { |r, row, base| puts format("  behind: %s vs %s %.2fx", row, base, r) }
+end
