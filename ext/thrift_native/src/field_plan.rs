@@ -17,6 +17,7 @@ use rb_sys::{ID, VALUE};
 use thrift_native_core::codec::{FieldDef, Kind, Scalar, StructDef, TypeDesc};
 use thrift_native_core::ttype;
 
+use crate::ivars::IvarStore;
 use crate::names::FIELDS;
 use crate::rb;
 use crate::thrift::thrift;
@@ -35,6 +36,8 @@ pub struct RubyField {
     pub name: VALUE,
     /// `@name`.
     pub ivar: ID,
+    /// Sets `@name` on instances of the plan's class (a read's fields).
+    pub store: IvarStore,
     /// `:name` as a Symbol (a union's `@setfield`).
     pub symbol: VALUE,
     /// `:default`, or nil.
@@ -159,13 +162,15 @@ fn build(ruby: &Ruby, class: VALUE, fields: VALUE) -> Result<ClassPlan, Error> {
         let default: Value = info_hash.aref(sym(ruby, "default"))?;
         has_defaults |= !default.is_nil();
         let symbol = ruby.to_symbol(&name_str);
+        let ivar = rb::intern(&format!("@{name_str}"));
         plans.push(FieldDef {
             id,
             ty: type_info(ruby, info_hash)?,
             extra: RubyField {
                 id_value: key.as_raw(),
                 name: name.as_raw(),
-                ivar: rb::intern(&format!("@{name_str}")),
+                ivar,
+                store: IvarStore::new(ivar),
                 symbol: symbol.as_raw(),
                 default: default.as_raw(),
             },

@@ -46,6 +46,12 @@ pub fn ivars_in_array(_obj: VALUE, shape: u32) -> bool {
     VERIFIED_AT_LOAD.load(Ordering::Relaxed) && shape & (HAS_OBJECT_ID | TOO_COMPLEX) == 0
 }
 
+/// Whether a T_OBJECT with these flags keeps its fields inside itself (no ROBJECT_HEAP).
+#[inline(always)]
+pub fn embedded(flags: VALUE) -> bool {
+    flags & HEAP_FLAG == 0
+}
+
 /// A T_OBJECT's fields, as ROBJECT_FIELDS.
 ///
 /// # Safety

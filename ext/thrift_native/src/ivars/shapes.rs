@@ -19,12 +19,12 @@ use super::{IvarSlot, Place, ABSENT, UNLEARNED};
 use crate::rb;
 
 #[cfg(ivar_layout = "shape_fields")]
-use super::shape_fields as layout;
+pub(super) use super::shape_fields as layout;
 #[cfg(ivar_layout = "shapes")]
-use ivptr as layout;
+pub(super) use ivptr as layout;
 
 const QUNDEF: VALUE = rb_sys::special_consts::Qundef as VALUE;
-const SHAPE_FLAG_SHIFT: u32 = 32;
+pub(super) const SHAPE_FLAG_SHIFT: u32 = 32;
 
 /// Set when libruby's shape id is not where SHAPE_FLAG_SHIFT says, or (4.0) its flag bits are not where
 /// `shape_fields` expects: from then on no slot learns anything and every access goes through rb_ivar_get.
@@ -44,7 +44,7 @@ pub(super) fn access() -> &'static str {
 
 /// A T_OBJECT's flags, or None for anything else.
 #[inline(always)]
-fn object_flags(obj: VALUE) -> Option<VALUE> {
+pub(super) fn object_flags(obj: VALUE) -> Option<VALUE> {
     if rb::builtin_type(obj) != Some(ruby_value_type::RUBY_T_OBJECT) {
         return None;
     }
@@ -121,7 +121,7 @@ impl IvarSlot {
 }
 
 /// What [`place_of`] found.
-enum Walked {
+pub(super) enum Walked {
     At(usize),
     /// Every ivar walked, all in their places, and none was the one sought.
     Absent,
@@ -167,7 +167,7 @@ unsafe extern "C" fn walk_ivar(key: ID, value: VALUE, arg: rb_sys::st_data_t) ->
 ///
 /// # Safety
 /// `obj` must be a live T_OBJECT whose ivars are all in `array` (not too complex).
-unsafe fn place_of(obj: VALUE, array: *const VALUE, id: ID) -> Walked {
+pub(super) unsafe fn place_of(obj: VALUE, array: *const VALUE, id: ID) -> Walked {
     let mut walk = Walk {
         id,
         array,
@@ -196,7 +196,7 @@ unsafe fn place_of(obj: VALUE, array: *const VALUE, id: ID) -> Walked {
 /// Ruby 3.2-3.4: the ivars are embedded in the object (ROBJECT_EMBED) or at `as.heap.ivptr`; libruby exports its
 /// shape functions (RUBY_FUNC_EXPORTED in shape.h, though not in the installed headers).
 #[cfg(ivar_layout = "shapes")]
-mod ivptr {
+pub(super) mod ivptr {
     use rb_sys::{RObject, VALUE};
 
     const EMBED_FLAG: VALUE = rb_sys::ruby_robject_flags::ROBJECT_EMBED as VALUE;
@@ -223,6 +223,12 @@ mod ivptr {
     pub fn ivars_in_array(obj: VALUE, _shape: u32) -> bool {
         // SAFETY: `obj` is a live T_OBJECT (the caller checked); the function only reads its shape.
         !unsafe { rb_shape_obj_too_complex(obj) }
+    }
+
+    /// Whether a T_OBJECT with these flags keeps its ivars inside itself (ROBJECT_EMBED).
+    #[inline(always)]
+    pub fn embedded(flags: VALUE) -> bool {
+        flags & EMBED_FLAG != 0
     }
 
     /// A T_OBJECT's ivar array, as ROBJECT_IVPTR.

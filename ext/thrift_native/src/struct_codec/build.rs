@@ -194,7 +194,7 @@ impl Build<'static> for RubyBuilder<'_> {
             }
             return rb::ivar_set(s.obj, IVAR_VALUE.get(), value);
         }
-        rb::ivar_set(s.obj, field.extra.ivar, value)?;
+        field.extra.store.set(s.obj, value)?;
         s.pending.clear(index);
         Ok(())
     }
