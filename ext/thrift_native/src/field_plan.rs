@@ -17,7 +17,7 @@ use rb_sys::{ID, VALUE};
 use thrift_native_core::codec::{FieldDef, Kind, Scalar, StructDef, TypeDesc};
 use thrift_native_core::ttype;
 
-use crate::ivars::IvarStore;
+use crate::ivars::{IvarSlot, IvarStore};
 use crate::names::FIELDS;
 use crate::rb;
 use crate::thrift::thrift;
@@ -38,6 +38,8 @@ pub struct RubyField {
     pub ivar: ID,
     /// Sets `@name` on instances of the plan's class (a read's fields).
     pub store: IvarStore,
+    /// Reads `@name` from instances of the plan's class (a write's fields).
+    pub load: IvarSlot,
     /// `:name` as a Symbol (a union's `@setfield`).
     pub symbol: VALUE,
     /// `:default`, or nil.
@@ -163,6 +165,8 @@ fn build(ruby: &Ruby, class: VALUE, fields: VALUE) -> Result<ClassPlan, Error> {
         has_defaults |= !default.is_nil();
         let symbol = ruby.to_symbol(&name_str);
         let ivar = rb::intern(&format!("@{name_str}"));
+        let load = IvarSlot::new();
+        load.configure(class, ivar);
         plans.push(FieldDef {
             id,
             ty: type_info(ruby, info_hash)?,
@@ -171,6 +175,7 @@ fn build(ruby: &Ruby, class: VALUE, fields: VALUE) -> Result<ClassPlan, Error> {
                 name: name.as_raw(),
                 ivar,
                 store: IvarStore::new(ivar),
+                load,
                 symbol: symbol.as_raw(),
                 default: default.as_raw(),
             },

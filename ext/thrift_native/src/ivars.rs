@@ -57,6 +57,7 @@ const UNLEARNED: u64 = u64::MAX;
 )]
 const ABSENT: u64 = 0xffff_ffff;
 
+#[derive(Debug)]
 pub struct IvarSlot {
     class: AtomicUsize,
     id: AtomicUsize,

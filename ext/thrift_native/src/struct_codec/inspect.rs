@@ -87,7 +87,7 @@ impl Inspect<'static> for RubyValues<'_> {
 
     #[inline(always)]
     fn field(&self, obj: VALUE, _index: usize, field: &'static FieldPlan) -> Option<VALUE> {
-        let v = rb::ivar_get(obj, field.extra.ivar);
+        let v = field.extra.load.get(obj);
         (!rb::is_nil(v)).then_some(v)
     }
 
