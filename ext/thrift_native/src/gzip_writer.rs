@@ -33,8 +33,8 @@ use rb_sys::VALUE;
 use thrift_native_core::gzip;
 use thrift_native_core::gzip::deflate::{self, Deflate, ZError, Z_NO_FLUSH, Z_SYNC_FLUSH};
 
-use crate::names::{CLOSE, FLUSH};
-use crate::rb::{self, QNIL};
+use crate::ruby::names::{CLOSE, FLUSH};
+use crate::ruby::rb::{self, QNIL};
 
 /// Inputs at least this long are copied and deflated with the GVL released (see bench/gzip_writer.rb for the
 /// measurement behind the default). Tunable through `GzipWriter.nogvl_threshold=`.

@@ -5,26 +5,21 @@
 
 #![warn(clippy::undocumented_unsafe_blocks)]
 
-mod binary_protocol;
-mod bytes;
-mod compact_protocol;
-mod errors;
-mod field_plan;
 mod gzip_writer;
-mod ivars;
-mod json_protocol;
-mod layered;
-mod memory_buffer;
-mod names;
-mod nogvl;
-mod protocol;
-mod rb;
-mod registry;
+mod protocols;
+mod ruby;
 mod struct_codec;
 mod thrift;
-mod transport;
+mod transports;
 
 use magnus::{method, prelude::*, Error, RModule, Ruby, Value};
+
+use crate::protocols::{
+    binary as binary_protocol, compact as compact_protocol, json as json_protocol,
+};
+use crate::ruby::{ivars, registry};
+use crate::struct_codec::field_plan;
+use crate::transports::{header, layered, memory_buffer};
 
 /// Called by lib/thrift_native.rb when Ruby code redefines, removes or prepends over a method of a class whose
 /// fast path depends on it.
@@ -52,7 +47,7 @@ fn method_changed(_rb_self: Value, class: Value, name: String) {
 
 /// Called by lib/thrift_native.rb when Ruby code changes a method of Zlib::Inflate or Zlib::Deflate.
 fn zlib_changed(_rb_self: Value, class: Value) {
-    layered::header::zlib_changed(class.as_raw());
+    header::zlib_changed(class.as_raw());
 }
 
 fn define_everything(ruby: &Ruby, namespace: RModule) -> Result<(), Error> {

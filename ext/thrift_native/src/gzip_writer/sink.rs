@@ -6,8 +6,8 @@ use magnus::rb_sys::protect;
 use magnus::Error;
 use rb_sys::{ID, VALUE};
 
-use crate::names::{FLUSH, WRITE};
-use crate::rb::{self, QFALSE, QNIL, QTRUE};
+use crate::ruby::names::{FLUSH, WRITE};
+use crate::ruby::rb::{self, QFALSE, QNIL, QTRUE};
 
 /// After a huge write, the reusable output buffer is cut back to this capacity.
 pub const OUT_KEEP: usize = 256 * 1024;

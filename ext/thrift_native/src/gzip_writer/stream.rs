@@ -13,8 +13,8 @@ use thrift_native_core::gzip::Header;
 
 use super::sink::{self, Pending};
 use super::{closed_error, globals, raise, zlib_error, GzipWriter, Input, State, NOGVL_THRESHOLD};
-use crate::nogvl;
-use crate::rb::{self, QNIL};
+use crate::ruby::nogvl;
+use crate::ruby::rb::{self, QNIL};
 
 fn now() -> u32 {
     SystemTime::now()

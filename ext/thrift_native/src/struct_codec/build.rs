@@ -10,10 +10,10 @@ use thrift_native_core::{uuid, CoreError};
 
 use super::defaults::{self, PendingDefaults};
 use super::sets;
-use crate::errors;
-use crate::field_plan::{plan_for, ClassPlan, FieldPlan, RubyField, StructPlan};
-use crate::names::{IVAR_SETFIELD, IVAR_VALUE, NEW, VALIDATE};
-use crate::rb;
+use crate::ruby::names::{IVAR_SETFIELD, IVAR_VALUE, NEW, VALIDATE};
+use crate::ruby::rb;
+use crate::struct_codec::field_plan::{plan_for, ClassPlan, FieldPlan, RubyField, StructPlan};
+use crate::thrift::errors;
 use crate::thrift::thrift;
 
 pub struct RubyBuilder<'r> {

@@ -4,9 +4,9 @@
 use magnus::{Error, Ruby};
 use rb_sys::VALUE;
 
-use crate::field_plan::ClassPlan;
-use crate::names::DUP;
-use crate::rb;
+use crate::ruby::names::DUP;
+use crate::ruby::rb;
+use crate::struct_codec::field_plan::ClassPlan;
 
 /// Fields whose default must still be applied at the end of a fast-path read (they were not on the wire).
 /// Up to 64 fields are tracked; a larger struct gets its defaults up front, as on the dispatch path.

@@ -10,10 +10,10 @@ use thrift_native_core::codec::{
 };
 
 use super::build::RubyBuilder;
-use crate::errors;
-use crate::field_plan::RubyField;
-use crate::names::*;
-use crate::rb;
+use crate::ruby::names::*;
+use crate::ruby::rb;
+use crate::struct_codec::field_plan::RubyField;
+use crate::thrift::errors;
 use crate::thrift::thrift;
 
 /// Reads through the protocol's methods.
@@ -31,7 +31,7 @@ impl DispatchSource {
     }
 }
 
-use crate::rb::StaticId;
+use crate::ruby::rb::StaticId;
 
 /// `header[i]` of a protocol's header Array; TypeError when the protocol returned something else (the C
 /// accelerator would read past it).

@@ -25,11 +25,12 @@ use thrift_native_core::CoreError;
 
 use super::build::RubyBuilder;
 use super::dispatch::{write_method, DispatchSink, DispatchSource};
-use crate::compact_protocol::{set_ivar, BOOL_VALUE};
-use crate::field_plan::RubyField;
-use crate::names::{IVAR_BOOL_VALUE, SKIP};
-use crate::transport::{FastBuffer, WriteTarget};
-use crate::{errors, rb};
+use crate::protocols::compact::{set_ivar, BOOL_VALUE};
+use crate::ruby::names::{IVAR_BOOL_VALUE, SKIP};
+use crate::ruby::rb;
+use crate::struct_codec::field_plan::RubyField;
+use crate::thrift::errors;
+use crate::transports::io::{FastBuffer, WriteTarget};
 
 /// A transport's buffer, as the core's encodings read it, and the protocol object whose `@bool_value` the compact
 /// encoding uses (a Ruby `skip` of a bool field reads it there).

@@ -9,10 +9,11 @@ use thrift_native_core::codec::{Inspect, Primitive, Scalar};
 use thrift_native_core::{uuid, CoreError};
 
 use super::sets;
-use crate::field_plan::{plan_for, FieldPlan, RubyField, StructPlan};
-use crate::names::{ENTRIES, IVAR_SETFIELD, IVAR_VALUE, KEYS, NAME_TO_ID, TO_S, VALIDATE};
+use crate::ruby::names::{ENTRIES, IVAR_SETFIELD, IVAR_VALUE, KEYS, NAME_TO_ID, TO_S, VALIDATE};
+use crate::ruby::rb;
+use crate::struct_codec::field_plan::{plan_for, FieldPlan, RubyField, StructPlan};
 use crate::thrift::thrift;
-use crate::{bytes, errors, rb};
+use crate::thrift::{bytes, errors};
 
 pub struct RubyValues<'r> {
     ruby: &'r Ruby,

@@ -17,6 +17,7 @@ mod build;
 mod defaults;
 mod dispatch;
 mod fast;
+pub mod field_plan;
 mod inspect;
 mod json;
 mod sets;
@@ -36,13 +37,15 @@ pub(crate) use self::build::RubyBuilder;
 use self::build::RubyStruct;
 use self::dispatch::{DispatchSink, DispatchSource};
 use self::inspect::RubyValues;
-use crate::field_plan::{plan_for, RubyField};
-use crate::layered::header::fast::HeaderBuffer;
-use crate::layered::LayeredBuffer;
-use crate::memory_buffer::MemoryBuffer;
-use crate::names::{IVAR_HEADER_TRANSPORT, IVAR_PROTOCOL, IVAR_TRANS};
+use crate::protocols;
+use crate::ruby::names::{IVAR_HEADER_TRANSPORT, IVAR_PROTOCOL, IVAR_TRANS};
+use crate::ruby::{rb, registry};
+use crate::struct_codec::field_plan::{plan_for, RubyField};
+use crate::thrift::errors;
 use crate::thrift::thrift;
-use crate::{binary_protocol, compact_protocol, errors, rb, registry};
+use crate::transports::header::fast::HeaderBuffer;
+use crate::transports::layered::LayeredBuffer;
+use crate::transports::memory_buffer::MemoryBuffer;
 
 /// False once Ruby code redefines one of BinaryProtocolAccelerated's (or CompactProtocol's) methods: the struct
 /// codec then dispatches to that protocol's methods.
@@ -70,7 +73,7 @@ pub fn header_protocol_method_changed() {
 }
 
 pub fn json_method_changed() {
-    crate::json_protocol::state::method_changed();
+    crate::protocols::json::state::method_changed();
 }
 
 /// Which encoding the fast path may use for `protocol`: its transport, and the protocol object of that encoding
@@ -83,9 +86,9 @@ enum Fast {
 
 fn fast_protocol(protocol: VALUE) -> Fast {
     if BINARY_METHODS_ARE_NATIVE.load(Ordering::Relaxed)
-        && rb::is_exact_instance(protocol, binary_protocol::class())
+        && rb::is_exact_instance(protocol, protocols::binary::class())
     {
-        let trans = binary_protocol::TRANS.get(protocol);
+        let trans = protocols::binary::TRANS.get(protocol);
         return Fast::Binary {
             trans,
             encoder: protocol,
@@ -94,7 +97,7 @@ fn fast_protocol(protocol: VALUE) -> Fast {
     if COMPACT_METHODS_ARE_NATIVE.load(Ordering::Relaxed)
         && rb::is_exact_instance(protocol, thrift().compact_protocol)
     {
-        let trans = compact_protocol::TRANS.get(protocol);
+        let trans = protocols::compact::TRANS.get(protocol);
         return Fast::Compact {
             trans,
             encoder: protocol,
@@ -115,7 +118,7 @@ fn header_protocol(protocol: VALUE) -> Option<Fast> {
     }
     let trans = rb::ivar_get(protocol, IVAR_HEADER_TRANSPORT.get());
     let encoder = rb::ivar_get(protocol, IVAR_PROTOCOL.get());
-    if !crate::layered::header::owns(trans) || rb::ivar_get(encoder, IVAR_TRANS.get()) != trans {
+    if !crate::transports::header::owns(trans) || rb::ivar_get(encoder, IVAR_TRANS.get()) != trans {
         return None;
     }
     if PURE_BINARY_METHODS_UNCHANGED.load(Ordering::Relaxed)

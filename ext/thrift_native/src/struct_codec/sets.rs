@@ -9,12 +9,12 @@ use magnus::Error;
 use rb_sys::VALUE;
 use thrift_native_core::codec::Ran;
 
-use crate::names::ADD;
+use crate::ruby::names::ADD;
 #[cfg(ruby_lt_4_0)]
-use crate::names::IVAR_HASH;
+use crate::ruby::names::IVAR_HASH;
 #[cfg(ruby_gte_4_0)]
-use crate::names::{EACH, ENTRIES};
-use crate::rb;
+use crate::ruby::names::{EACH, ENTRIES};
+use crate::ruby::rb;
 use crate::thrift::thrift;
 
 /// Ruby 4.0: the rb_data_type_t of core Sets, read at load time from a Set made by `rb_set_new` (libruby keeps the

@@ -7,7 +7,7 @@
 //! the byte its `@reader` holds. The native code keeps them natively, starting from the context the struct is
 //! written or read in and storing that one's flags back at the end; whenever the protocol's Ruby methods take over
 //! (a value or step left to them, a failure, a transport no longer plain) they are shown as Ruby objects, as the
-//! Ruby methods would have left them (`crate::json_protocol::state`).
+//! Ruby methods would have left them (`crate::protocols::json::state`).
 
 mod read;
 mod write;

@@ -18,7 +18,7 @@ use thrift_native_core::json::JsonIn;
 
 use super::super::build::RubyBuilder;
 use super::super::dispatch::DispatchSource;
-use crate::json_protocol::state::{JsonBytes, Reading};
+use crate::protocols::json::state::{JsonBytes, Reading};
 
 /// Reads a struct through an exact JsonProtocol from its reader's MemoryBufferTransport.
 pub struct JsonSource<B> {

@@ -15,9 +15,9 @@ use thrift_native_core::json::{Context, JsonOut};
 use thrift_native_core::CoreError;
 
 use super::super::fast::RubyState;
-use crate::json_protocol::state::{context_of, contexts, protocol_context, show_contexts, store};
-use crate::names::{IVAR_CONTEXT, IVAR_TRANS};
-use crate::rb;
+use crate::protocols::json::state::{context_of, contexts, protocol_context, show_contexts, store};
+use crate::ruby::names::{IVAR_CONTEXT, IVAR_TRANS};
+use crate::ruby::rb;
 use crate::thrift::thrift;
 
 /// The JSON encoder of a struct written through `protocol`.

@@ -1,0 +1,223 @@
+//! Instance-variable access for the hot paths.
+//!
+//! `rb_ivar_get` is most of a primitive read: on Ruby 3.1 it takes the VM lock and does a hash lookup (about 17 ns
+//! here); from 3.2 on it looks the ivar up through the object's shape (about 60 instructions and three calls). An
+//! `IvarSlot` learns where its ivar lives once and then reads or writes the object's ivar array directly, as YJIT's
+//! inline caches do. What "where" is depends on the Ruby's object layout (`ivar_layout`, set by build.rs):
+//!
+//! - `class_index` (3.1, [`class_index`]): an index per exact class (the class's iv_index_tbl only grows).
+//! - `shapes` (3.2-3.4, [`shapes`]): an index per object shape, whose id sits in the object's flags.
+//! - `shape_fields` (4.0, [`shape_fields`]): the same in the object's fields, with flag bits in the shape id.
+//!
+//! An object of another class or shape, and every Ruby whose layout is not known here, goes through
+//! `rb_ivar_get`/`rb_ivar_set`. An [`IvarStore`] sets a struct field's ivar: from 3.2 on by a shape transition it
+//! learned ([`stores`]), which is how a read struct gets its fields. After touching these files run the suite on
+//! every Ruby of the matrix (`bin/matrix`).
+
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
+
+use rb_sys::{ID, VALUE};
+
+use crate::ruby::rb;
+
+#[cfg(ivar_layout = "class_index")]
+mod class_index;
+#[cfg(ivar_layout = "shape_fields")]
+mod shape_fields;
+#[cfg(any(ivar_layout = "shapes", ivar_layout = "shape_fields"))]
+mod shapes;
+#[cfg(any(ivar_layout = "shapes", ivar_layout = "shape_fields"))]
+mod stores;
+
+#[cfg(ivar_layout = "shape_fields")]
+pub use shape_fields::verify_layout;
+
+/// No layout to verify at load time: `shapes` checks the shape id's place the first time it learns.
+#[cfg(not(ivar_layout = "shape_fields"))]
+pub fn verify_layout(_ruby: &magnus::Ruby) {}
+
+/// How the hot paths reach ivars on this Ruby, for the specs and the benchmarks' notes (`ThriftNative.ivar_access`,
+/// private): the layout's name, or "rb_ivar_get" where none is known or libruby's was found to differ from it.
+pub fn access() -> &'static str {
+    #[cfg(ivar_layout = "class_index")]
+    return "class_index";
+    #[cfg(any(ivar_layout = "shapes", ivar_layout = "shape_fields"))]
+    return shapes::access();
+    #[cfg(not(ivar_slots))]
+    "rb_ivar_get"
+}
+
+const UNKNOWN: u32 = u32::MAX;
+/// `shaped` before anything is learned: no shape id is u32::MAX (Ruby's INVALID_SHAPE_ID).
+const UNLEARNED: u64 = u64::MAX;
+/// `shaped`'s lower half for a shape that has no such ivar.
+#[cfg_attr(
+    not(any(ivar_layout = "shapes", ivar_layout = "shape_fields")),
+    allow(dead_code)
+)]
+const ABSENT: u64 = 0xffff_ffff;
+
+#[derive(Debug)]
+pub struct IvarSlot {
+    class: AtomicUsize,
+    id: AtomicUsize,
+    /// `class_index`: the ivar's index in instances of `class`, or UNKNOWN.
+    #[cfg_attr(not(ivar_layout = "class_index"), allow(dead_code))]
+    index: AtomicU32,
+    /// `shapes`, `shape_fields`: the shape id last learned (upper 32 bits) and the ivar's index in it (ABSENT: the
+    /// shape has no such ivar), or UNLEARNED.
+    #[cfg_attr(ivar_layout = "class_index", allow(dead_code))]
+    shaped: AtomicU64,
+}
+
+impl IvarSlot {
+    pub const fn new() -> Self {
+        IvarSlot {
+            class: AtomicUsize::new(0),
+            id: AtomicUsize::new(0),
+            index: AtomicU32::new(UNKNOWN),
+            shaped: AtomicU64::new(UNLEARNED),
+        }
+    }
+
+    /// Binds the slot to `@name` of instances of exactly `class` (a pinned class).
+    pub fn configure(&self, class: VALUE, id: ID) {
+        self.class.store(class as usize, Ordering::Relaxed);
+        self.id.store(id as usize, Ordering::Relaxed);
+        self.index.store(UNKNOWN, Ordering::Relaxed);
+        self.shaped.store(UNLEARNED, Ordering::Relaxed);
+    }
+
+    #[inline(always)]
+    fn id(&self) -> ID {
+        self.id.load(Ordering::Relaxed) as ID
+    }
+
+    /// The ivar's value (nil when unset), as `rb_ivar_get`.
+    #[inline(always)]
+    pub fn get(&self, obj: VALUE) -> VALUE {
+        #[cfg(ivar_slots)]
+        if let Some(v) = self.read_slot(obj) {
+            return v;
+        }
+        let v = rb::ivar_get(obj, self.id());
+        #[cfg(ivar_slots)]
+        self.learn(obj, v);
+        v
+    }
+
+    /// Stores an immediate value (a Fixnum) into an object known not to be frozen.
+    #[inline(always)]
+    pub fn set_immediate_unfrozen(&self, obj: VALUE, v: VALUE) {
+        debug_assert!(rb::is_special_const(v));
+        #[cfg(ivar_slots)]
+        if self.write_slot(obj, v) {
+            return;
+        }
+        rb::ivar_set_unfrozen(obj, self.id(), v);
+    }
+}
+
+/// Sets `@name` on instances of one class, as `rb_ivar_set`; from Ruby 3.2 on by a learned shape transition
+/// ([`stores`]), where `rb_ivar_set` is most of the cost of filling a struct just read (300 instructions an ivar on
+/// 4.0). Other layouts, and objects the store has not learned, go through `rb_ivar_set`.
+#[derive(Debug)]
+#[cfg_attr(
+    not(any(ivar_layout = "shapes", ivar_layout = "shape_fields")),
+    allow(dead_code)
+)]
+pub struct IvarStore {
+    id: ID,
+    /// The class the transition was learned on (RBasic's klass).
+    class: AtomicUsize,
+    /// The shape before (upper 32 bits) and after, or UNLEARNED.
+    shapes: AtomicU64,
+    /// The ivar's index in the shape after.
+    index: AtomicU32,
+}
+
+impl IvarStore {
+    pub fn new(id: ID) -> Self {
+        IvarStore {
+            id,
+            class: AtomicUsize::new(0),
+            shapes: AtomicU64::new(UNLEARNED),
+            index: AtomicU32::new(UNKNOWN),
+        }
+    }
+
+    /// `obj.@name = v`, raising FrozenError for a frozen object.
+    #[inline(always)]
+    pub fn set(&self, obj: VALUE, v: VALUE) -> Result<(), magnus::Error> {
+        #[cfg(any(ivar_layout = "shapes", ivar_layout = "shape_fields"))]
+        {
+            if self.store(obj, v) {
+                return Ok(());
+            }
+            if !rb::is_frozen(obj) {
+                self.set_and_learn(obj, v);
+                return Ok(());
+            }
+        }
+        rb::ivar_set(obj, self.id, v)
+    }
+}
+
+/// Where a layout finds the ivar in an object.
+#[cfg(ivar_slots)]
+enum Place {
+    /// In the object's array, here.
+    Slot(*mut VALUE),
+    /// Nowhere: the object's shape has no such ivar (rb_ivar_get answers nil). Not on 3.1.
+    #[cfg_attr(ivar_layout = "class_index", allow(dead_code))]
+    Absent,
+    /// Not known for this object: ask rb_ivar_get.
+    Unknown,
+}
+
+/// The direct accesses, where a layout-specific `place` (where the ivar is in this object, if known) exists.
+#[cfg(ivar_slots)]
+impl IvarSlot {
+    #[inline(always)]
+    fn read_slot(&self, obj: VALUE) -> Option<VALUE> {
+        match self.place(obj) {
+            // SAFETY: `place` gives a pointer into obj's live ivar array.
+            Place::Slot(p) => Some(unsafe { *p }),
+            Place::Absent => Some(rb::QNIL),
+            Place::Unknown => None,
+        }
+    }
+
+    /// An immediate needs no write barrier: it is not a heap reference the GC must learn about. An absent ivar is
+    /// added by rb_ivar_set (a new shape).
+    #[inline(always)]
+    fn write_slot(&self, obj: VALUE, v: VALUE) -> bool {
+        match self.place(obj) {
+            Place::Slot(p) => {
+                // SAFETY: `p` points into obj's ivar array, obj is not frozen, and `v` is an immediate.
+                unsafe { *p = v };
+                true
+            }
+            Place::Absent | Place::Unknown => false,
+        }
+    }
+}
+
+/// The one slot among `len` ivars at `ptr` holding exactly `v`, if exactly one does: ambiguous values teach nothing.
+///
+/// # Safety
+/// `ptr` must point to at least `len` readable VALUEs.
+#[cfg(ivar_layout = "class_index")]
+unsafe fn unique_slot(ptr: *const VALUE, len: usize, v: VALUE) -> Option<usize> {
+    let mut found = None;
+    for i in 0..len {
+        // SAFETY: `i` is below `len`.
+        if unsafe { *ptr.add(i) } == v {
+            if found.is_some() {
+                return None;
+            }
+            found = Some(i);
+        }
+    }
+    found
+}

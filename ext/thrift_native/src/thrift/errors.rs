@@ -1,0 +1,121 @@
+//! The exceptions of the thrift contract (ProtocolException and TransportException with their codes, the
+//! MemoryBufferTransport EOF, the argument checks' messages), and the mapping of every core error to its exception.
+//! Zlib's exceptions are built by the GzipWriter; Ruby's own (TypeError from a conversion, FrozenError) by Ruby.
+
+use magnus::prelude::*;
+use magnus::{Error, Ruby, Value};
+use thrift_native_core::CoreError;
+
+use crate::thrift::thrift;
+
+/// The C accelerator's message for every MemoryBufferTransport EOF.
+pub const MEMORY_BUFFER_EOF: &str = "Not enough bytes remain in memory buffer";
+
+fn new_exception(class: rb_sys::VALUE, code: i64, message: &str) -> Error {
+    let ruby = Ruby::get().expect("called from a Ruby thread");
+    // SAFETY: `class` is a pinned exception class cached at load time.
+    let class = unsafe { crate::ruby::rb::value(class) };
+    match class.funcall::<_, _, Value>("new", (code, ruby.str_new(message))) {
+        Ok(exception) => Error::from(
+            magnus::Exception::from_value(exception).expect("an Exception subclass's new"),
+        ),
+        Err(e) => e,
+    }
+}
+
+/// `Thrift::ProtocolException.new(code, message)`.
+pub fn protocol(code: i64, message: &str) -> Error {
+    new_exception(thrift().protocol_exception, code, message)
+}
+
+/// `Thrift::TransportException.new(code, message)`.
+pub fn transport(code: i64, message: &str) -> Error {
+    new_exception(thrift().transport_exception, code, message)
+}
+
+/// `Thrift::TransportException.new(NEGATIVE_SIZE, "Negative size")` (code 5 on thrift 0.14, which lacks the constant).
+pub fn transport_negative_size() -> Error {
+    new_exception(
+        thrift().transport_exception,
+        thrift().transport_negative_size,
+        "Negative size",
+    )
+}
+
+pub fn negative_size() -> Error {
+    protocol(thrift().codes.negative_size, "Negative size")
+}
+
+pub fn eof(ruby: &Ruby) -> Error {
+    Error::new(ruby.exception_eof_error(), MEMORY_BUFFER_EOF)
+}
+
+/// `StandardError "nil argument not allowed!"` (the class is exactly StandardError).
+pub fn nil_argument(ruby: &Ruby) -> Error {
+    Error::new(ruby.exception_standard_error(), "nil argument not allowed!")
+}
+
+pub fn integer_expected(ruby: &Ruby) -> Error {
+    Error::new(ruby.exception_type_error(), "integer argument expected")
+}
+
+pub fn out_of_bounds(ruby: &Ruby) -> Error {
+    Error::new(ruby.exception_range_error(), "integer out of bounds")
+}
+
+/// Maps a core error to the exception the C accelerator raises for it.
+pub fn from_core(ruby: &Ruby, error: CoreError) -> Error {
+    match error {
+        CoreError::Eof { .. } => eof(ruby),
+        CoreError::NegativeSize => negative_size(),
+        CoreError::UnknownCompactType(t) if !thrift().contract.compact_unknown_type_errors => {
+            Error::new(
+                ruby.exception_standard_error(),
+                format!("don't know what type: {t}"),
+            )
+        }
+        CoreError::InvalidUuid
+        | CoreError::VarintTooLong32
+        | CoreError::VarintOverflow32
+        | CoreError::VarintTooLong64
+        | CoreError::UnknownCompactType(_) => {
+            protocol(thrift().codes.invalid_data, &error.to_string())
+        }
+        // The struct decoder of thrift 0.14-0.22 met a negative list or set size in `rb_ary_new2`.
+        CoreError::NegativeContainerSize if !thrift().contract.typed_errors => Error::new(
+            ruby.exception_arg_error(),
+            "negative array size (or size too big)",
+        ),
+        CoreError::NegativeContainerSize => {
+            protocol(thrift().codes.negative_size, &error.to_string())
+        }
+        CoreError::ContainerSizeLimit | CoreError::BinarySizeLimit => {
+            protocol(thrift().codes.size_limit, &error.to_string())
+        }
+        CoreError::DepthLimit => protocol(thrift().codes.depth_limit, &error.to_string()),
+        CoreError::TooManyUnionFields | CoreError::InvalidUnionField
+            if !thrift().contract.typed_errors =>
+        {
+            Error::new(ruby.exception_runtime_error(), error.to_string())
+        }
+        CoreError::TooManyUnionFields | CoreError::InvalidUnionField | CoreError::InvalidData => {
+            protocol(thrift().codes.invalid_data, &error.to_string())
+        }
+        CoreError::UnknownReadType(_) | CoreError::UnknownWriteType(_) => {
+            Error::new(ruby.exception_not_imp_error(), error.to_string())
+        }
+        CoreError::MissingElementType | CoreError::MissingKeyOrValueType => {
+            Error::new(ruby.exception_arg_error(), error.to_string())
+        }
+        CoreError::Unencodable => Error::new(ruby.exception_type_error(), error.to_string()),
+        // The JSON reader of the binding calls the protocol's method instead; never raised.
+        CoreError::JsonDeclined => Error::new(ruby.exception_runtime_error(), error.to_string()),
+        CoreError::UnknownJsonType(_) if thrift().contract.json_unknown_type_errors => {
+            protocol(thrift().codes.invalid_data, &error.to_string())
+        }
+        // Before thrift master JsonProtocol raised `NotImplementedError.new` (its message, the class name).
+        CoreError::UnknownJsonType(_) => {
+            Error::new(ruby.exception_not_imp_error(), "NotImplementedError")
+        }
+    }
+}

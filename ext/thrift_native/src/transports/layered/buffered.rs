@@ -1,0 +1,147 @@
+//! `Thrift::BufferedTransport`'s native methods: reads refill `@rbuf` with `@transport.read(DEFAULT_BUFFER)` (more
+//! for a larger `read`), writes gather in `@wbuf` until `flush`.
+
+use magnus::rb_sys::AsRawValue;
+use magnus::{Error, RClass, Ruby, Value};
+use rb_sys::VALUE;
+
+use super::framed::slice;
+use super::{is_byte_buffer, Class, LayeredBuffer, FLUSH_M, MAX_CHUNK, READ, READ_BYTE_M, WRITE_M};
+use crate::ruby::names::{FLUSH, GETBYTE, READ as READ_NAME, WRITE};
+use crate::ruby::{rb, registry};
+use crate::thrift::bytes;
+use crate::thrift::thrift;
+use crate::transports::memory_buffer::MemoryBuffer;
+
+fn buffered() -> &'static Class {
+    &super::BUFFERED
+}
+
+fn value(v: VALUE) -> Value {
+    // SAFETY: every VALUE handed here was just made or read from an ivar of the receiver, on this stack.
+    unsafe { rb::value(v) }
+}
+
+/// `@rbuf = @transport.read(want)`: natively from a plain MemoryBufferTransport (whose `read` raises EOFError, after
+/// consuming what is left, when fewer bytes remain); from any other transport through its `read`, asking for at most
+/// 1 MiB (a transport's `read` may always answer fewer bytes), so that a huge `read` allocates nothing ahead.
+fn fill(ruby: &Ruby, c: &'static Class, this: VALUE, want: usize) -> Result<(), Error> {
+    let inner = c.inner(this);
+    let rbuf = match MemoryBuffer::plain(inner) {
+        Some(mut mb) => mb.read(ruby, want)?,
+        None => rb::funcall(
+            inner,
+            READ_NAME.get(),
+            &[rb::integer(
+                want.min(MAX_CHUNK.max(thrift().buffered_default)) as i64,
+            )],
+        )?,
+    };
+    c.set_rbuf(this, rbuf)
+}
+
+/// The refill of `read_byte` and `read_into_buffer`: `DEFAULT_BUFFER` bytes, `@index = 0`.
+pub(super) fn refill(ruby: &Ruby, c: &'static Class, this: VALUE) -> Result<(), Error> {
+    fill(ruby, c, this, thrift().buffered_default)?;
+    c.store_index(this, 0);
+    Ok(())
+}
+
+/// `read(sz)`:
+///
+/// ```ruby
+/// @index += sz
+/// ret = @rbuf.slice(@index - sz, sz) || ""
+/// if ret.length == 0
+///   @rbuf = @transport.read([sz, DEFAULT_BUFFER].max); @index = sz
+///   ret = @rbuf.slice(0, sz) || ""
+/// end
+/// ```
+fn read(ruby: &Ruby, rb_self: Value, sz: Value) -> Result<Value, Error> {
+    let (this, c) = (rb_self.as_raw(), buffered());
+    let n = rb::fixnum_value(sz.as_raw()).and_then(|n| usize::try_from(n).ok());
+    let (Some(n), true) = (n, c.owns(this)) else {
+        return c.original(READ, this, &[sz.as_raw()]).map(value);
+    };
+    let Some(b) = LayeredBuffer::load(c, this) else {
+        return c.original(READ, this, &[sz.as_raw()]).map(value);
+    };
+    let start = b.index;
+    c.store_index(this, start + n);
+    if n > 0 && start < b.len {
+        return slice(b.rbuf, start, n).map(value);
+    }
+    fill(ruby, c, this, n.max(thrift().buffered_default))?;
+    c.store_index(this, n);
+    slice(c.rbuf.get(this), 0, n).map(value)
+}
+
+fn read_byte(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
+    let (this, c) = (rb_self.as_raw(), buffered());
+    let b = if c.owns(this) {
+        LayeredBuffer::load(c, this)
+    } else {
+        None
+    };
+    let Some(b) = b else {
+        return c.original(READ_BYTE_M, this, &[]).map(value);
+    };
+    let mut index = b.index;
+    if index >= b.len {
+        refill(ruby, c, this)?;
+        index = 0;
+    }
+    c.store_index(this, index + 1);
+    let rbuf = c.rbuf.get(this);
+    if is_byte_buffer(rbuf) {
+        // SAFETY: `rbuf` is a String; the byte is copied out at once.
+        let byte = unsafe { rb::str_bytes(rbuf) }.get(index).copied();
+        return Ok(value(byte.map_or(rb::QNIL, |b| rb::integer(b.into()))));
+    }
+    rb::funcall(rbuf, GETBYTE.get(), &[rb::integer(index as i64)]).map(value)
+}
+
+/// `write(buf)`: `@wbuf << Bytes.force_binary_encoding(buf)` (re-tagging `buf` in place); returns `@wbuf`.
+fn write(_ruby: &Ruby, rb_self: Value, buf: Value) -> Result<Value, Error> {
+    let (this, c) = (rb_self.as_raw(), buffered());
+    let wbuf = c.wbuf.get(this);
+    if !c.owns(this) || !is_byte_buffer(wbuf) {
+        return c.original(WRITE_M, this, &[buf.as_raw()]).map(value);
+    }
+    let buf = bytes::force_binary_encoding(buf.as_raw())?;
+    if !rb::is_string(buf) {
+        return c.original(WRITE_M, this, &[buf]).map(value);
+    }
+    rb::str_cat_str(wbuf, buf)?;
+    Ok(value(wbuf))
+}
+
+/// `flush`: `@transport.write(@wbuf)` and a new `@wbuf` unless it is empty, then `@transport.flush`.
+fn flush(_ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
+    let (this, c) = (rb_self.as_raw(), buffered());
+    let wbuf = c.wbuf.get(this);
+    if !c.owns(this) || !is_byte_buffer(wbuf) {
+        return c.original(FLUSH_M, this, &[]).map(value);
+    }
+    let inner = c.inner(this);
+    // SAFETY: `wbuf` is a String.
+    if unsafe { rb::str_len(wbuf) } > 0 {
+        match crate::transports::memory_buffer::plain_write_buffer(inner) {
+            // What MemoryBufferTransport#write does with it: its bytes appended to the buffer.
+            Some(buf) => rb::str_cat_str(buf, wbuf)?,
+            None => drop(rb::funcall(inner, WRITE.get(), &[wbuf])?),
+        }
+        c.set_wbuf(this, rb::binary_string(&[]))?;
+    }
+    rb::funcall(inner, FLUSH.get(), &[]).map(value)
+}
+
+pub(super) fn init(ruby: &Ruby, c: &'static Class) -> Result<(), Error> {
+    let class = RClass::from_value(value(c.class())).expect("BufferedTransport is a class");
+    registry::define_method(ruby, class, "read", magnus::method!(read, 1))?;
+    registry::define_method(ruby, class, "read_byte", magnus::method!(read_byte, 0))?;
+    super::define_shared(ruby, class, c)?;
+    registry::define_method(ruby, class, "write", magnus::method!(write, 1))?;
+    registry::define_method(ruby, class, "flush", magnus::method!(flush, 0))?;
+    Ok(())
+}

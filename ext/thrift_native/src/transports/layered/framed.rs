@@ -1,0 +1,195 @@
+//! `Thrift::FramedTransport`'s native methods. A frame is a 4-byte big-endian size, then that many bytes; with
+//! `@read` (or `@write`) false the transport passes reads (or writes) through to the transport beneath.
+
+use magnus::rb_sys::AsRawValue;
+use magnus::{Error, RClass, Ruby, Value};
+use rb_sys::VALUE;
+
+use super::{
+    inner_read_all, is_byte_buffer, Class, LayeredBuffer, FLUSH_M, READ, READ_BYTE_M, WRITE_M,
+};
+use crate::ruby::names::{FLUSH, GETBYTE, READ as READ_NAME, READ_ALL, READ_BYTE, UNPACK1, WRITE};
+use crate::ruby::{rb, registry};
+use crate::thrift::bytes;
+use crate::transports::memory_buffer::MemoryBuffer;
+
+fn framed() -> &'static Class {
+    &super::FRAMED
+}
+
+/// `read_frame`: the size, `@index = 0`, then `@rbuf` = the frame (a new String).
+pub(super) fn read_frame(ruby: &Ruby, c: &'static Class, this: VALUE) -> Result<(), Error> {
+    let inner = c.inner(this);
+    if let Some(mut mb) = MemoryBuffer::plain(inner) {
+        let size = mb.read_with(ruby, 4, |b| {
+            u32::from_be_bytes(b.try_into().expect("4 bytes"))
+        })?;
+        c.store_index(this, 0);
+        let frame = mb.read_all(ruby, size as usize)?;
+        return c.set_rbuf(this, frame);
+    }
+    let header = rb::funcall(inner, READ_ALL.get(), &[rb::integer(4)])?;
+    let size = rb::funcall(header, UNPACK1.get(), &[rb::binary_string(b"N")])?;
+    c.store_index(this, 0);
+    let frame = inner_read_all(ruby, inner, size)?;
+    c.set_rbuf(this, frame)
+}
+
+/// `rbuf.getbyte(i)`: the byte, or nil past the end; an odd `@rbuf` answers as Ruby makes it answer.
+fn getbyte(rbuf: VALUE, i: usize) -> Result<VALUE, Error> {
+    if is_byte_buffer(rbuf) {
+        // SAFETY: `rbuf` is a String; the byte is copied out at once.
+        let b = unsafe { rb::str_bytes(rbuf) }.get(i).copied();
+        return Ok(b.map_or(rb::QNIL, |b| rb::integer(b.into())));
+    }
+    rb::funcall(rbuf, GETBYTE.get(), &[rb::integer(i as i64)])
+}
+
+/// `@rbuf.slice(start, n) || ""`.
+pub(super) fn slice(rbuf: VALUE, start: usize, n: usize) -> Result<VALUE, Error> {
+    if is_byte_buffer(rbuf) {
+        // SAFETY: `rbuf` is a String.
+        let len = unsafe { rb::str_len(rbuf) };
+        if start > len {
+            return Ok(rb::binary_string(&[]));
+        }
+        return Ok(rb::str_subseq(rbuf, start, n.min(len - start)));
+    }
+    let piece = rb::funcall(
+        rbuf,
+        crate::ruby::names::SLICE.get(),
+        &[rb::integer(start as i64), rb::integer(n as i64)],
+    )?;
+    Ok(if rb::is_nil(piece) {
+        rb::binary_string(&[])
+    } else {
+        piece
+    })
+}
+
+fn value(v: VALUE) -> Value {
+    // SAFETY: every VALUE handed here was just made or read from an ivar of the receiver, on this stack.
+    unsafe { rb::value(v) }
+}
+
+/// `read(sz)`: the rest of the current frame up to `sz` bytes (a new frame first when it is used up).
+fn read(ruby: &Ruby, rb_self: Value, sz: Value) -> Result<Value, Error> {
+    let (this, c) = (rb_self.as_raw(), framed());
+    let n = match rb::fixnum_value(sz.as_raw()) {
+        Some(n) if c.owns(this) => n,
+        _ => return c.original(READ, this, &[sz.as_raw()]).map(value),
+    };
+    if !rb::truthy(c.read.get(this)) {
+        return rb::funcall(c.inner(this), READ_NAME.get(), &[sz.as_raw()]).map(value);
+    }
+    if n <= 0 {
+        return Ok(value(rb::binary_string(&[])));
+    }
+    let Some(b) = LayeredBuffer::load(c, this) else {
+        return c.original(READ, this, &[sz.as_raw()]).map(value);
+    };
+    let mut index = b.index;
+    if index >= b.len {
+        read_frame(ruby, c, this)?;
+        index = 0;
+    }
+    let n = n as usize;
+    c.store_index(this, index + n);
+    slice(c.rbuf.get(this), index, n).map(value)
+}
+
+fn read_byte(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
+    let (this, c) = (rb_self.as_raw(), framed());
+    if !c.owns(this) {
+        return c.original(READ_BYTE_M, this, &[]).map(value);
+    }
+    if !rb::truthy(c.read.get(this)) {
+        return rb::funcall(c.inner(this), READ_BYTE.get(), &[]).map(value);
+    }
+    let Some(b) = LayeredBuffer::load(c, this) else {
+        return c.original(READ_BYTE_M, this, &[]).map(value);
+    };
+    let mut index = b.index;
+    if index >= b.len {
+        read_frame(ruby, c, this)?;
+        index = 0;
+    }
+    c.store_index(this, index + 1);
+    getbyte(c.rbuf.get(this), index).map(value)
+}
+
+/// `write(buf, sz = nil)`: `buf` re-tagged BINARY in place, then its first `sz` bytes (all of it) appended to
+/// `@wbuf`; returns `@wbuf`.
+fn write(_ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<Value, Error> {
+    let (this, c) = (rb_self.as_raw(), framed());
+    let raw: Vec<VALUE> = args.iter().map(|a| a.as_raw()).collect();
+    let sz = raw.get(1).copied().unwrap_or(rb::QNIL);
+    let plain_sz = rb::truthy(sz).then(|| rb::fixnum_value(sz));
+    if !c.owns(this) || args.is_empty() || args.len() > 2 || plain_sz == Some(None) {
+        return c.original(WRITE_M, this, &raw).map(value);
+    }
+    if !rb::truthy(c.write.get(this)) {
+        return rb::funcall(c.inner(this), WRITE.get(), &raw[..1]).map(value);
+    }
+    let buf = bytes::force_binary_encoding(raw[0])?;
+    let wbuf = c.wbuf.get(this);
+    if !is_byte_buffer(wbuf) || !rb::is_string(buf) {
+        return c.original(WRITE_M, this, &raw).map(value);
+    }
+    // SAFETY: `buf` is a String.
+    let len = unsafe { rb::str_len(buf) };
+    // `buf[0...sz]`: a negative sz counts from the end.
+    let n = match plain_sz.flatten() {
+        None => len,
+        Some(sz) if sz >= 0 => (sz as usize).min(len),
+        Some(sz) => len.saturating_sub(sz.unsigned_abs() as usize),
+    };
+    rb::str_cat_prefix(wbuf, buf, n)?;
+    Ok(value(wbuf))
+}
+
+/// `flush`: the frame (size and `@wbuf`) in one `@transport.write`, then `@transport.flush`, then a new `@wbuf`.
+fn flush(_ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
+    let (this, c) = (rb_self.as_raw(), framed());
+    if !c.owns(this) {
+        return c.original(FLUSH_M, this, &[]).map(value);
+    }
+    let inner = c.inner(this);
+    if !rb::truthy(c.write.get(this)) {
+        return rb::funcall(inner, FLUSH.get(), &[]).map(value);
+    }
+    let wbuf = c.wbuf.get(this);
+    if !is_byte_buffer(wbuf) {
+        return c.original(FLUSH_M, this, &[]).map(value);
+    }
+    // SAFETY: `wbuf` is a String on this stack; the bytes are copied before anything else happens.
+    let payload = unsafe { rb::str_bytes(wbuf) };
+    let size = (payload.len() as u32).to_be_bytes();
+    match crate::transports::memory_buffer::plain_write_buffer(inner) {
+        // MemoryBufferTransport#write would append the frame's bytes to its buffer: no frame String needed.
+        Some(buf) => {
+            rb::str_cat(buf, &size)?;
+            rb::str_cat_str(buf, wbuf)?;
+        }
+        None => {
+            let mut frame = Vec::with_capacity(4 + payload.len());
+            frame.extend_from_slice(&size);
+            frame.extend_from_slice(payload);
+            rb::funcall(inner, WRITE.get(), &[rb::binary_string(&frame)])?;
+        }
+    }
+    rb::funcall(inner, FLUSH.get(), &[])?;
+    let fresh = rb::binary_string(&[]);
+    c.set_wbuf(this, fresh)?;
+    Ok(value(fresh))
+}
+
+pub(super) fn init(ruby: &Ruby, c: &'static Class) -> Result<(), Error> {
+    let class = RClass::from_value(value(c.class())).expect("FramedTransport is a class");
+    registry::define_method(ruby, class, "read", magnus::method!(read, 1))?;
+    registry::define_method(ruby, class, "read_byte", magnus::method!(read_byte, 0))?;
+    super::define_shared(ruby, class, c)?;
+    registry::define_method(ruby, class, "write", magnus::method!(write, -1))?;
+    registry::define_method(ruby, class, "flush", magnus::method!(flush, 0))?;
+    Ok(())
+}

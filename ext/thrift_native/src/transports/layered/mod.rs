@@ -1,0 +1,528 @@
+//! `Thrift::FramedTransport` and `Thrift::BufferedTransport`, transports over a transport (`@transport`): a read
+//! buffer (`@rbuf` at `@index`) refilled from the transport beneath, and a write buffer (`@wbuf`).
+//!
+//! Their read and write methods are native here, with the Ruby library's semantics byte for byte and call for call
+//! (the methods are the same from thrift 0.14 to master): `framed.rs` and `buffered.rs`. They work natively on an
+//! exact instance while none of the class's methods has been redefined and its ivars are as the library sets them
+//! up; otherwise (a subclass, a singleton class, a monkey patch, odd ivars) they run the Ruby library's own method,
+//! captured at load time.
+//!
+//! [`LayeredBuffer`] is the protocols' and the struct codec's view of the read buffer, [`write_buffer`] of the
+//! write buffer: bytes within the buffer are read and written in place; a read that needs a refill calls the
+//! transport's method exactly as the C accelerator calls it (`read_into_buffer`, `read_byte`, `read_all`).
+
+mod buffered;
+mod framed;
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+use magnus::{Error, Ruby};
+use rb_sys::VALUE;
+
+use crate::ruby::ivars::IvarSlot;
+use crate::ruby::names::{
+    BIND_CALL, INSTANCE_METHOD, IVAR_INDEX, IVAR_RBUF, IVAR_READ, IVAR_TRANSPORT, IVAR_WBUF,
+    IVAR_WRITE, READ_ALL,
+};
+use crate::ruby::rb;
+use crate::thrift::bytes;
+use crate::thrift::thrift;
+use crate::transports::buffer::InPlace;
+
+/// The methods defined natively on both classes, in the order of [`Class::originals`].
+pub const NATIVE_METHODS: [&str; 6] = [
+    "read",
+    "read_byte",
+    "read_into_buffer",
+    "read_all",
+    "write",
+    "flush",
+];
+const READ: usize = 0;
+const READ_BYTE_M: usize = 1;
+const READ_INTO_BUFFER_M: usize = 2;
+const READ_ALL_M: usize = 3;
+const WRITE_M: usize = 4;
+const FLUSH_M: usize = 5;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layer {
+    Framed,
+    Buffered,
+}
+
+/// One of the two classes: its ivars, whether its methods are still ours, and the Ruby methods to fall back to.
+pub struct Class {
+    layer: Layer,
+    class: AtomicUsize,
+    native: AtomicBool,
+    transport: IvarSlot,
+    rbuf: IvarSlot,
+    wbuf: IvarSlot,
+    index: IvarSlot,
+    /// FramedTransport's `@read` and `@write` flags.
+    read: IvarSlot,
+    write: IvarSlot,
+    /// The Ruby library's methods (`instance_method` before ours were defined), pinned.
+    originals: [AtomicUsize; NATIVE_METHODS.len()],
+}
+
+impl Class {
+    const fn new(layer: Layer) -> Self {
+        Class {
+            layer,
+            class: AtomicUsize::new(0),
+            native: AtomicBool::new(true),
+            transport: IvarSlot::new(),
+            rbuf: IvarSlot::new(),
+            wbuf: IvarSlot::new(),
+            index: IvarSlot::new(),
+            read: IvarSlot::new(),
+            write: IvarSlot::new(),
+            originals: [const { AtomicUsize::new(0) }; NATIVE_METHODS.len()],
+        }
+    }
+
+    fn class(&self) -> VALUE {
+        self.class.load(Ordering::Relaxed) as VALUE
+    }
+
+    /// True when `this` may be handled natively: an exact, unfrozen instance of a class whose methods are ours.
+    #[inline(always)]
+    fn owns(&self, this: VALUE) -> bool {
+        rb::is_exact_instance(this, self.class())
+            && self.native.load(Ordering::Relaxed)
+            && !rb::is_frozen(this)
+    }
+
+    /// The Ruby library's own method `NATIVE_METHODS[method]`, called on `this`.
+    fn original(&self, method: usize, this: VALUE, args: &[VALUE]) -> Result<VALUE, Error> {
+        let unbound = self.originals[method].load(Ordering::Relaxed) as VALUE;
+        let mut call = Vec::with_capacity(args.len() + 1);
+        call.push(this);
+        call.extend_from_slice(args);
+        rb::funcall(unbound, BIND_CALL.get(), &call)
+    }
+
+    fn inner(&self, this: VALUE) -> VALUE {
+        self.transport.get(this)
+    }
+
+    /// `@index = n`.
+    #[inline(always)]
+    fn store_index(&self, this: VALUE, n: usize) {
+        self.index
+            .set_immediate_unfrozen(this, rb::integer(n as i64));
+    }
+
+    fn set_ivar(
+        &self,
+        this: VALUE,
+        slot: &IvarSlot,
+        id: rb_sys::ID,
+        v: VALUE,
+    ) -> Result<(), Error> {
+        if rb::is_special_const(v) {
+            slot.set_immediate_unfrozen(this, v);
+            return Ok(());
+        }
+        rb::ivar_set(this, id, v)
+    }
+
+    fn set_rbuf(&self, this: VALUE, v: VALUE) -> Result<(), Error> {
+        self.set_ivar(this, &self.rbuf, IVAR_RBUF.get(), v)
+    }
+
+    fn set_wbuf(&self, this: VALUE, v: VALUE) -> Result<(), Error> {
+        self.set_ivar(this, &self.wbuf, IVAR_WBUF.get(), v)
+    }
+}
+
+static FRAMED: Class = Class::new(Layer::Framed);
+static BUFFERED: Class = Class::new(Layer::Buffered);
+
+/// The class `this` is exactly an instance of, if one of the two.
+#[inline(always)]
+fn class_of(this: VALUE) -> Option<&'static Class> {
+    let class = rb::heap_class(this)?;
+    if class == FRAMED.class() {
+        Some(&FRAMED)
+    } else if class == BUFFERED.class() {
+        Some(&BUFFERED)
+    } else {
+        None
+    }
+}
+
+/// Ruby code redefined (or removed) a method of `class`: its methods fall back to the Ruby library's from now on.
+/// FramedTransport's private `read_frame` counts, as the native methods do what it does.
+pub fn method_changed(class: VALUE, name: &str) {
+    super::header::method_changed(class, name);
+    for c in [&FRAMED, &BUFFERED] {
+        if c.class() == class && (NATIVE_METHODS.contains(&name) || name == "read_frame") {
+            c.native.store(false, Ordering::Relaxed);
+        }
+    }
+}
+
+/// A String the native methods may treat as the library's byte buffers: BINARY, so that `length` counts bytes.
+#[inline(always)]
+fn is_byte_buffer(v: VALUE) -> bool {
+    bytes::is_binary_string(v)
+}
+
+/// The read buffer of an exact FramedTransport (reading through it) or BufferedTransport: `@rbuf` from `@index`.
+///
+/// Valid until Ruby code runs: the caller picks the transport's state up again afterwards (`plain`). `rbuf`, held
+/// here on the stack, keeps its bytes where `ptr` points meanwhile (see `rb::str_bytes`).
+pub struct LayeredBuffer {
+    class: &'static Class,
+    trans: VALUE,
+    rbuf: VALUE,
+    ptr: *const u8,
+    len: usize,
+    /// Ruby's `@index`, which may lie past the end (a short `read` moves it there).
+    index: usize,
+}
+
+impl LayeredBuffer {
+    /// The fast paths' view of `trans`, when it is an exact instance handled natively, reading through its buffer.
+    #[inline(always)]
+    pub fn plain(trans: VALUE) -> Option<Self> {
+        let class = class_of(trans)?;
+        if !class.owns(trans) {
+            return None;
+        }
+        if class.layer == Layer::Framed && !rb::truthy(class.read.get(trans)) {
+            return None;
+        }
+        Self::load(class, trans)
+    }
+
+    /// `@rbuf` and `@index`, when they are what the library keeps there: a BINARY String and a non-negative Fixnum.
+    #[inline(always)]
+    fn load(class: &'static Class, trans: VALUE) -> Option<Self> {
+        let rbuf = class.rbuf.get(trans);
+        if !is_byte_buffer(rbuf) {
+            return None;
+        }
+        let index = usize::try_from(rb::fixnum_value(class.index.get(trans))?).ok()?;
+        // SAFETY: `rbuf` is a String, held by this buffer on the stack.
+        let bytes = unsafe { rb::str_bytes(rbuf) };
+        Some(LayeredBuffer {
+            class,
+            trans,
+            rbuf,
+            ptr: bytes.as_ptr(),
+            len: bytes.len(),
+            index,
+        })
+    }
+
+    /// Bytes in the buffer, not yet read.
+    #[inline(always)]
+    pub fn available(&self) -> usize {
+        self.len.saturating_sub(self.index)
+    }
+
+    /// `trans.read_all(n)` as a BINARY String (from the buffer without a call when the bytes are there).
+    pub fn read_all(&mut self, ruby: &Ruby, n: usize) -> Result<VALUE, Error> {
+        if n <= self.available() {
+            return self.read_with(ruby, n, rb::binary_string);
+        }
+        self.call(|trans| rb::funcall(trans, READ_ALL.get(), &[rb::integer(n as i64)]))
+    }
+
+    /// After Ruby code ran: the transport's state as it left it. If it is no longer plain (a refill put something
+    /// odd in `@rbuf`), the buffer is empty, so every later read goes through the transport's methods.
+    fn reload(&mut self) {
+        match Self::load(self.class, self.trans) {
+            Some(b) => *self = b,
+            None => {
+                self.len = 0;
+                self.index = 0;
+            }
+        }
+    }
+}
+
+impl InPlace for LayeredBuffer {
+    #[inline(always)]
+    fn plain(trans: VALUE) -> Option<Self> {
+        LayeredBuffer::plain(trans)
+    }
+
+    #[inline(always)]
+    fn unread(&self) -> &[u8] {
+        // SAFETY: `ptr` and `len` are `rbuf`'s bytes (see the struct's doc); callers drop the slice before any Ruby
+        // code runs.
+        let all = unsafe { std::slice::from_raw_parts(self.ptr, self.len) };
+        &all[self.index.min(self.len)..]
+    }
+
+    #[inline(always)]
+    fn advance(&mut self, n: usize) {
+        self.index += n;
+        self.class.store_index(self.trans, self.index);
+    }
+
+    /// `@index` is always stored, so there is nothing to hand over.
+    fn call<T>(&mut self, f: impl FnOnce(VALUE) -> Result<T, Error>) -> Result<T, Error> {
+        let result = f(self.trans);
+        self.reload();
+        result
+    }
+}
+
+/// The write buffer (`@wbuf`) of an exact FramedTransport (writing through it) or BufferedTransport, for appending
+/// to it in place.
+#[inline(always)]
+pub fn write_buffer(trans: VALUE) -> Option<VALUE> {
+    let class = class_of(trans)?;
+    if !class.owns(trans) {
+        return None;
+    }
+    if class.layer == Layer::Framed && !rb::truthy(class.write.get(trans)) {
+        return None;
+    }
+    let wbuf = class.wbuf.get(trans);
+    is_byte_buffer(wbuf).then_some(wbuf)
+}
+
+/// How many bytes a refill reads from a socket (or any Ruby transport) in one `read_all` call at most: a declared
+/// frame size allocates nothing ahead of the bytes received.
+const MAX_CHUNK: usize = 1 << 20;
+
+/// `inner.read_all(size)`: natively from a plain MemoryBufferTransport, else through its method, in chunks of at
+/// most 1 MiB (appended into one String) when `size` is larger.
+pub(super) fn inner_read_all(ruby: &Ruby, inner: VALUE, size: VALUE) -> Result<VALUE, Error> {
+    if let Some(n) = rb::fixnum_value(size).and_then(|n| usize::try_from(n).ok()) {
+        if let Some(mut mb) = crate::transports::memory_buffer::MemoryBuffer::plain(inner) {
+            return mb.read_all(ruby, n);
+        }
+        if n > MAX_CHUNK {
+            let buf = rb::binary_string(&[]);
+            let mut got = 0;
+            while got < n {
+                let want = (n - got).min(MAX_CHUNK);
+                let chunk = rb::funcall(inner, READ_ALL.get(), &[rb::integer(want as i64)])?;
+                rb::check_type(chunk, rb_sys::ruby_value_type::RUBY_T_STRING)?;
+                rb::str_cat_str(buf, chunk)?;
+                // SAFETY: `chunk` is a String.
+                got += unsafe { rb::str_len(chunk) };
+            }
+            return Ok(buf);
+        }
+    }
+    rb::funcall(inner, READ_ALL.get(), &[size])
+}
+
+pub fn init(ruby: &Ruby) -> Result<(), Error> {
+    let t = thrift();
+    for (class, value) in [
+        (&FRAMED, t.framed_transport),
+        (&BUFFERED, t.buffered_transport),
+    ] {
+        class.class.store(value as usize, Ordering::Relaxed);
+        class.transport.configure(value, IVAR_TRANSPORT.get());
+        class.rbuf.configure(value, IVAR_RBUF.get());
+        class.wbuf.configure(value, IVAR_WBUF.get());
+        class.index.configure(value, IVAR_INDEX.get());
+        class.read.configure(value, IVAR_READ.get());
+        class.write.configure(value, IVAR_WRITE.get());
+        for (i, name) in NATIVE_METHODS.iter().enumerate() {
+            let name = magnus::rb_sys::AsRawValue::as_raw(ruby.to_symbol(name));
+            let unbound = rb::funcall(value, INSTANCE_METHOD.get(), &[name])?;
+            rb::pin_forever(unbound);
+            class.originals[i].store(unbound as usize, Ordering::Relaxed);
+        }
+    }
+    framed::init(ruby, &FRAMED)?;
+    buffered::init(ruby, &BUFFERED)?;
+    super::header::init(ruby)
+}
+
+impl Class {
+    /// The class's refill: FramedTransport#read_frame, or BufferedTransport's `@transport.read(4096)`.
+    fn refill(&self) -> Refill {
+        match self.layer {
+            Layer::Framed => framed::read_frame,
+            Layer::Buffered => buffered::refill,
+        }
+    }
+
+    /// True while the class reads through its buffer (FramedTransport's `@read`; BufferedTransport always).
+    fn reading(&self, this: VALUE) -> bool {
+        self.layer == Layer::Buffered || rb::truthy(self.read.get(this))
+    }
+}
+
+fn class_for<const IS_FRAMED: bool>() -> &'static Class {
+    if IS_FRAMED {
+        &FRAMED
+    } else {
+        &BUFFERED
+    }
+}
+
+fn value(v: VALUE) -> magnus::Value {
+    // SAFETY: every VALUE handed here was just made or read from an ivar of the receiver, on this stack.
+    unsafe { rb::value(v) }
+}
+
+/// `read_into_buffer(buffer, size)`: `size` bytes into `buffer` from index 0, across refills.
+fn read_into_buffer_method<const IS_FRAMED: bool>(
+    ruby: &Ruby,
+    rb_self: magnus::Value,
+    buffer: magnus::Value,
+    size: magnus::Value,
+) -> Result<magnus::Value, Error> {
+    use magnus::rb_sys::AsRawValue;
+    let (this, c) = (rb_self.as_raw(), class_for::<IS_FRAMED>());
+    let args = [buffer.as_raw(), size.as_raw()];
+    if !c.owns(this) {
+        return c.original(READ_INTO_BUFFER_M, this, &args).map(value);
+    }
+    read_into_buffer(ruby, c, this, &args, c.refill()).map(value)
+}
+
+/// `read_all(size)` (BaseTransport's): from the buffer natively; across a refill, BaseTransport's own method.
+fn read_all_method<const IS_FRAMED: bool>(
+    _ruby: &Ruby,
+    rb_self: magnus::Value,
+    size: magnus::Value,
+) -> Result<magnus::Value, Error> {
+    use magnus::rb_sys::AsRawValue;
+    let (this, c) = (rb_self.as_raw(), class_for::<IS_FRAMED>());
+    if c.owns(this) && c.reading(this) {
+        if let Some(v) = read_all_in_buffer(c, this, size.as_raw()) {
+            return Ok(value(v));
+        }
+    }
+    c.original(READ_ALL_M, this, &[size.as_raw()]).map(value)
+}
+
+/// Defines the methods both classes share.
+fn define_shared(ruby: &Ruby, class: magnus::RClass, c: &'static Class) -> Result<(), Error> {
+    let framed = c.layer == Layer::Framed;
+    let (read_into_buffer, read_all) = if framed {
+        (
+            magnus::method!(read_into_buffer_method::<true>, 2),
+            magnus::method!(read_all_method::<true>, 1),
+        )
+    } else {
+        (
+            magnus::method!(read_into_buffer_method::<false>, 2),
+            magnus::method!(read_all_method::<false>, 1),
+        )
+    };
+    crate::ruby::registry::define_method(ruby, class, "read_into_buffer", read_into_buffer)?;
+    crate::ruby::registry::define_method(ruby, class, "read_all", read_all)
+}
+
+/// How a class refills `@rbuf` (FramedTransport#read_frame, or BufferedTransport's `@transport.read(4096)`),
+/// leaving `@index` at 0.
+type Refill = fn(&Ruby, &'static Class, VALUE) -> Result<(), Error>;
+
+/// `@rbuf.length` (`@rbuf.size` for BufferedTransport), whatever `@rbuf` is.
+fn rbuf_length(c: &'static Class, rbuf: VALUE) -> Result<i64, Error> {
+    if is_byte_buffer(rbuf) {
+        // SAFETY: `rbuf` is a String.
+        return Ok(unsafe { rb::str_len(rbuf) } as i64);
+    }
+    let method = match c.layer {
+        Layer::Framed => crate::ruby::names::LENGTH.get(),
+        Layer::Buffered => crate::ruby::names::SIZE.get(),
+    };
+    rb::to_i64(rb::funcall(rbuf, method, &[])?)
+}
+
+/// `read_into_buffer(buffer, size)` of both classes, as the Ruby loop does it:
+///
+/// ```ruby
+/// while i < size
+///   refill if @index >= @rbuf.length
+///   Bytes.set_string_byte(buffer, i, Bytes.get_string_byte(@rbuf, @index))
+///   @index += 1; i += 1
+/// end
+/// ```
+///
+/// Runs of bytes are copied at once; where Ruby's `setbyte` would raise (the buffer is full, or a refill brought an
+/// empty frame) it is called, so that it raises its own error.
+fn read_into_buffer(
+    ruby: &Ruby,
+    c: &'static Class,
+    this: VALUE,
+    args: &[VALUE; 2],
+    refill: Refill,
+) -> Result<VALUE, Error> {
+    use crate::ruby::names::{GETBYTE, SETBYTE};
+    let (buffer, size) = (args[0], args[1]);
+    let size = rb::fixnum_value(size).filter(|_| rb::is_string(buffer) && !rb::is_frozen(buffer));
+    let (Some(size), Some(b)) = (size, LayeredBuffer::load(c, this)) else {
+        return c.original(READ_INTO_BUFFER_M, this, args);
+    };
+    if buffer == b.rbuf {
+        return c.original(READ_INTO_BUFFER_M, this, args);
+    }
+    let (mut index, mut rbuf, mut i) = (b.index, b.rbuf, 0usize);
+    while (i as i64) < size {
+        if index as i64 >= rbuf_length(c, rbuf)? {
+            c.store_index(this, index);
+            refill(ruby, c, this)?;
+            rbuf = c.rbuf.get(this);
+            index = 0;
+        }
+        // SAFETY: `buffer` is a String on the caller's stack.
+        let capacity = unsafe { rb::str_len(buffer) };
+        let available = if is_byte_buffer(rbuf) {
+            // SAFETY: `rbuf` is a String.
+            unsafe { rb::str_len(rbuf) }.saturating_sub(index)
+        } else {
+            0
+        };
+        if available == 0 || i >= capacity {
+            // One step the Ruby way: getbyte (nil past the end), then setbyte, which raises where it must.
+            c.store_index(this, index);
+            let byte = rb::funcall(rbuf, GETBYTE.get(), &[rb::integer(index as i64)])?;
+            rb::funcall(buffer, SETBYTE.get(), &[rb::integer(i as i64), byte])?;
+            index += 1;
+            i += 1;
+            continue;
+        }
+        let k = available.min(size as usize - i).min(capacity - i);
+        // SAFETY: protected; rb_str_modify makes `buffer` independent and writable (it is not frozen). Then
+        // `capacity` >= i + k bytes of it are written from `rbuf`'s bytes (another String, `available` >= k of
+        // them from `index`); nothing runs Ruby code in between.
+        magnus::rb_sys::protect(|| unsafe {
+            rb_sys::rb_str_modify(buffer);
+            rb::QNIL
+        })?;
+        // SAFETY: as above: `buffer` is writable with `capacity` bytes, `rbuf` holds `available` from `index`.
+        unsafe {
+            let src = rb::str_bytes(rbuf).as_ptr().add(index);
+            let dst = (rb::str_bytes(buffer).as_ptr() as *mut u8).add(i);
+            std::ptr::copy_nonoverlapping(src, dst, k);
+        }
+        index += k;
+        i += k;
+    }
+    c.store_index(this, index);
+    Ok(rb::integer(i as i64))
+}
+
+/// `read_all(size)` when the bytes are all in the buffer (and 0 bytes): a new String, without a refill. None when
+/// the Ruby method must run (across a refill, a negative or odd size).
+fn read_all_in_buffer(c: &'static Class, this: VALUE, size: VALUE) -> Option<VALUE> {
+    let n = usize::try_from(rb::fixnum_value(size)?).ok()?;
+    if n == 0 {
+        return Some(rb::binary_string(&[]));
+    }
+    let mut b = LayeredBuffer::load(c, this)?;
+    if n > b.available() {
+        return None;
+    }
+    let s = rb::binary_string(&b.unread()[..n]);
+    b.advance(n);
+    Some(s)
+}

@@ -1,0 +1,9 @@
+//! The transports whose bytes the fast paths read and write in place: `memory_buffer` (MemoryBufferTransport),
+//! `layered` (FramedTransport and BufferedTransport), `header` (thrift master's HeaderTransport); `buffer` is the
+//! trait they share, and `io` is how a protocol reaches any transport (in place, or through its Ruby methods).
+
+pub mod buffer;
+pub mod header;
+pub mod io;
+pub mod layered;
+pub mod memory_buffer;
