@@ -10,7 +10,8 @@ Gem::Specification.new do |spec|
     Replaces the thrift gem's C accelerator (thrift 0.14 to master) with one written in Rust: BinaryProtocolAccelerated,
     CompactProtocol, MemoryBufferTransport, FramedTransport, BufferedTransport and HeaderTransport methods, and
     Thrift::Struct and Thrift::Union read and write, with the results, bytes and exceptions of the loaded thrift's
-    own C accelerator. Also ThriftNative::GzipWriter, a Zlib::GzipWriter work-alike that makes no garbage per write.
+    own C accelerator; JsonProtocol's methods and its struct reads and writes natively too, with the pure-Ruby
+    library's. Also ThriftNative::GzipWriter, a Zlib::GzipWriter work-alike that makes no garbage per write.
   TEXT
   spec.authors = ["thrift_native developers"]
   spec.license = "Apache-2.0"

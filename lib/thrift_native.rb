@@ -64,76 +64,46 @@ module ThriftNative
     end
   end
 
-  # Tells the extension when Ruby code changes one of its native methods on a class whose fast path relies on
-  # them, so that it falls back to calling the Ruby method (as RSpec's `allow_any_instance_of` or a monkey patch
-  # expect).
+  # Tells the extension when Ruby code changes a method of a class whose fast path relies on it (ext/thrift_native/
+  # src/ruby/guard.rs decides which changes matter), so that the fast path falls back to calling the Ruby method, as
+  # RSpec's `allow_any_instance_of` or a monkey patch expect.
   module FastPathGuard
     def method_added(name)
-      ThriftNative.__send__(:native_method_changed, self, name)
+      ThriftNative.__send__(:method_changed, self, name.to_s)
       super
     end
 
     def method_removed(name)
-      ThriftNative.__send__(:native_method_changed, self, name)
+      ThriftNative.__send__(:method_changed, self, name.to_s)
       super
     end
 
     def method_undefined(name)
-      ThriftNative.__send__(:native_method_changed, self, name)
+      ThriftNative.__send__(:method_changed, self, name.to_s)
       super
     end
 
     def prepend(*modules)
-      modules.each { |m| m.instance_methods(true).each { |name| ThriftNative.__send__(:native_method_changed, self, name) } }
+      modules.each { |m| m.instance_methods(true).each { |name| ThriftNative.__send__(:method_changed, self, name.to_s) } }
       super
     end
   end
 
-  class << self
-    private
-
-    # The extension decides which names matter (FramedTransport's native methods rely on its private read_frame).
-    def native_method_changed(klass, name)
-      method_changed(klass, name.to_s) if NATIVE_METHODS.key?(klass) || RELIED_ON.include?(klass)
-    end
-  end
-
-  # Classes none of whose methods are ours but whose behaviour the struct codec reproduces natively: JsonProtocol, its
-  # contexts, its lookahead reader and BaseProtocol (its `skip`); with thrift master, HeaderProtocol and the pure-Ruby
-  # BinaryProtocol it delegates to.
-  HEADER = defined?(::Thrift::HeaderTransport) && NATIVE_METHODS.key?(::Thrift::HeaderTransport)
-  JSON_CLASSES = [
-    ::Thrift::JsonProtocol, ::Thrift::JSONContext, ::Thrift::JSONPairContext, ::Thrift::JSONListContext,
-    ::Thrift::LookaheadReader, ::Thrift::BaseProtocol
-  ].freeze
-  RELIED_ON = (JSON_CLASSES + (HEADER ? [::Thrift::HeaderProtocol, ::Thrift::BinaryProtocol] : [])).freeze
-  private_constant :JSON_CLASSES
-  private_constant :HEADER
-  private_constant :RELIED_ON
-
-  ::Thrift::MemoryBufferTransport.singleton_class.prepend(FastPathGuard)
-  ::Thrift::FramedTransport.singleton_class.prepend(FastPathGuard)
-  ::Thrift::BufferedTransport.singleton_class.prepend(FastPathGuard)
-  ::Thrift::BinaryProtocolAccelerated.singleton_class.prepend(FastPathGuard)
-  ::Thrift::CompactProtocol.singleton_class.prepend(FastPathGuard)
-  JSON_CLASSES.each { |klass| klass.singleton_class.prepend(FastPathGuard) }
-
-  # HeaderTransport's ZLIB transform is native while Zlib::Inflate and Zlib::Deflate are as loaded; a mock of
-  # `Zlib::Inflate.new` (or any change to their methods) sends that direction back through Zlib.
-  module ZlibGuard
-    %i[method_added method_removed method_undefined singleton_method_added singleton_method_removed
-       singleton_method_undefined].each do |hook|
+  # The same for singleton methods, for classes whose native stand-in a mock of a class method must reach
+  # (`Zlib::Inflate.new`, for HeaderTransport's ZLIB transform).
+  module SingletonGuard
+    %i[singleton_method_added singleton_method_removed singleton_method_undefined].each do |hook|
       define_method(hook) do |name|
-        ThriftNative.__send__(:zlib_changed, self)
+        ThriftNative.__send__(:method_changed, self, name.to_s)
         super(name)
       end
     end
   end
+  private_constant :FastPathGuard, :SingletonGuard
 
-  # thrift master's THeader classes, where the loaded thrift has them.
-  if HEADER
-    ::Thrift::HeaderTransport.singleton_class.prepend(FastPathGuard)
-    [::Thrift::HeaderProtocol, ::Thrift::BinaryProtocol].each { |klass| klass.singleton_class.prepend(FastPathGuard) }
-    [::Zlib::Inflate, ::Zlib::Deflate].each { |klass| klass.singleton_class.prepend(ZlibGuard) }
+  # The classes the extension's fast paths rely on, as it registered them.
+  __send__(:watched_classes).each do |klass, singleton_methods_too|
+    klass.singleton_class.prepend(FastPathGuard)
+    klass.singleton_class.prepend(SingletonGuard) if singleton_methods_too
   end
 end

@@ -53,7 +53,7 @@ RSpec.describe "Loading thrift_native" do
 
   it "keeps its internals private: the hooks the loader calls, the table of native methods" do
     code = "require 'thrift_native'\n" \
-           "p %i[method_changed zlib_changed].map { |m| [ThriftNative.respond_to?(m), ThriftNative.respond_to?(m, true)] }\n" \
+           "p %i[method_changed watched_classes].map { |m| [ThriftNative.respond_to?(m), ThriftNative.respond_to?(m, true)] }\n" \
            "p %i[NATIVE_METHODS LOADED_METHODS].map { |c| begin; eval(\"ThriftNative::\#{c}\"); rescue NameError; :private; end }\n" \
            "p ThriftNative.singleton_methods.sort"
     expect(ruby("-I", lib, code)).to eq(["[[false, true], [false, true]]\n[:private, :private]\n[:active?, :replaced_methods]\n", "", true])
@@ -160,11 +160,8 @@ RSpec.describe "Loading thrift_native" do
         pr.write_uuid("00112233-4455-6677-8899-aabbccddeeff")
         p pr.read_uuid, (t.read_all(-1) rescue e = $!; [e.class, e.type])
       RUBY
-      # thrift master: every contract feature on.
-      features = %i[checked_binary_writes typed_errors checked_compact_writes compact_unknown_type_errors
-                    compact_header_codes container_size_limit memory_buffer_fixes memory_buffer_read_all
-                    negative_sizes_refused varint32_limit varint32_overflow_refused reused_structs_reset
-                    set_subclass_writes json_unknown_type_errors json_utf8_strings].to_h { |f| [f, true] }
+      # thrift master: every contract feature on (the names: ext/thrift_native/src/thrift/contract.rs's table).
+      features = ThriftNative::CONTRACT_FEATURES.to_h { |f| [f, true] }
       probed = { uuid_type: 16, uuid_type_defined: true, default_recursion_depth: 64, transport_negative_size: 5 }
       expected = "true\n#{probed.merge(features).inspect}\n\"00112233-4455-6677-8899-aabbccddeeff\"\n" \
                  "[Thrift::TransportException, 5]\n"

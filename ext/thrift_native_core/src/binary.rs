@@ -5,80 +5,6 @@ use byteorder::{BigEndian, ByteOrder};
 use crate::wire::{FieldHeader, ListHeader, MapHeader, Rules, WireInput};
 use crate::CoreError;
 
-/// A cursor over bytes that have been received but not yet consumed.
-#[derive(Debug, Clone, Copy)]
-pub struct Reader<'a> {
-    bytes: &'a [u8],
-    pos: usize,
-}
-
-impl<'a> Reader<'a> {
-    pub fn new(bytes: &'a [u8], pos: usize) -> Self {
-        Reader {
-            bytes,
-            pos: pos.min(bytes.len()),
-        }
-    }
-
-    /// How far into the bytes the next read starts.
-    pub fn position(&self) -> usize {
-        self.pos
-    }
-
-    pub fn remaining(&self) -> usize {
-        self.bytes.len() - self.pos
-    }
-
-    /// The bytes not yet consumed.
-    pub fn rest(&self) -> &'a [u8] {
-        &self.bytes[self.pos..]
-    }
-
-    /// The next `n` bytes, consumed; on a short input nothing is consumed.
-    pub fn take(&mut self, n: usize) -> Result<&'a [u8], CoreError> {
-        if n > self.remaining() {
-            return Err(CoreError::Eof {
-                needed: n,
-                available: self.remaining(),
-            });
-        }
-        let slice = &self.bytes[self.pos..self.pos + n];
-        self.pos += n;
-        Ok(slice)
-    }
-
-    pub fn read_array<const N: usize>(&mut self) -> Result<[u8; N], CoreError> {
-        let mut out = [0u8; N];
-        out.copy_from_slice(self.take(N)?);
-        Ok(out)
-    }
-
-    pub fn read_i8(&mut self) -> Result<i8, CoreError> {
-        Ok(self.take(1)?[0] as i8)
-    }
-
-    pub fn read_i16(&mut self) -> Result<i16, CoreError> {
-        Ok(BigEndian::read_i16(self.take(2)?))
-    }
-
-    pub fn read_i32(&mut self) -> Result<i32, CoreError> {
-        Ok(BigEndian::read_i32(self.take(4)?))
-    }
-
-    pub fn read_i64(&mut self) -> Result<i64, CoreError> {
-        Ok(BigEndian::read_i64(self.take(8)?))
-    }
-
-    pub fn read_double(&mut self) -> Result<f64, CoreError> {
-        Ok(BigEndian::read_f64(self.take(8)?))
-    }
-
-    /// An i32 length that must not be negative, as read by `read_binary` and the container headers.
-    pub fn read_size(&mut self) -> Result<usize, CoreError> {
-        read_size(self)
-    }
-}
-
 /// An i32 size of a container or byte string; negative is NegativeSize.
 #[inline(always)]
 pub fn read_size<I: WireInput>(input: &mut I) -> Result<usize, I::Error> {
@@ -172,6 +98,7 @@ pub fn encode_double(v: f64) -> [u8; 8] {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::reader::Reader;
 
     #[test]
     fn fixed_width_round_trips_at_the_boundaries() {

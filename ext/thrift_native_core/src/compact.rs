@@ -2,7 +2,7 @@
 //! between Thrift types (`Thrift::Types`) and the 4-bit compact types of field and container headers.
 
 use crate::ttype;
-use crate::wire::{FieldHeader, ListHeader, MapHeader, Rules, Varint32Rule, WireInput};
+use crate::wire::{FieldHeader, ListHeader, MapHeader, Rules, Varint32Rule, VarintStep, WireInput};
 use crate::CoreError;
 
 /// The longest varints: 5 bytes for 32 bits, 10 for 64.
@@ -117,13 +117,6 @@ impl Varint {
     pub fn as_bytes(&self) -> &[u8] {
         &self.bytes[..self.len]
     }
-}
-
-/// One step of reading a varint byte by byte, as the C accelerator does through `trans.read_byte`.
-pub trait VarintStep: Default {
-    type Output;
-    /// Takes the next byte: `Some(value)` when it was the last one, `None` when more follow.
-    fn step(&mut self, b: u8) -> Result<Option<Self::Output>, CoreError>;
 }
 
 /// A 32-bit varint: at most 5 bytes, the 5th without the continuation bit and (`REFUSE_OVERFLOW`, thrift master)

@@ -1,8 +1,9 @@
-//! thrift_native without Ruby: the binary and compact encodings, the struct codec, UUID text, gzip and THeader
-//! framing.
+//! thrift_native without Ruby: the binary, compact and JSON encodings (`binary`, `compact`, `json`; `wire`: the
+//! headers both binary and compact read, `reader`: a slice as their source), the struct codec (`codec`), UUID text,
+//! gzip and THeader framing.
 //!
 //! Everything here is generic over where bytes come from and what values are made of, so `cargo test` and the fuzz
-//! targets run it with byte slices and plain Rust values (`codec::plain`), and the Ruby binding (`ext/thrift_native`)
+//! targets run it with byte slices and plain Rust values (`plain`), and the Ruby binding (`ext/thrift_native`)
 //! runs the same code with a transport's String and Ruby objects.
 
 #![warn(clippy::undocumented_unsafe_blocks)]
@@ -14,6 +15,8 @@ pub mod error;
 pub mod gzip;
 pub mod header;
 pub mod json;
+pub mod plain;
+pub mod reader;
 pub mod uuid;
 pub mod wire;
 

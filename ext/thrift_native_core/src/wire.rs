@@ -1,11 +1,10 @@
 //! Field and container headers of both encodings, read from any byte source.
 //!
-//! The source is a byte slice ([`binary::Reader`](crate::binary::Reader)) in the core's own decoder, its tests and
+//! The source is a byte slice ([`Reader`](crate::reader::Reader)) in the core's own decoder, its tests and
 //! the fuzz targets; in the Ruby binding it is a `MemoryBufferTransport`'s buffer or a transport's Ruby methods
 //! (the protocols' `read_*_begin` and the struct codec). All go through the functions of `binary` and `compact` that
 //! take a [`WireInput`], so the headers the fuzzers check are read by the same code that decodes Ruby's structs.
 
-use crate::compact::VarintStep;
 use crate::CoreError;
 
 /// Where header bytes come from. Reads consume what they read; the error type is the source's own (a Ruby
@@ -98,27 +97,9 @@ impl Rules {
     };
 }
 
-/// A byte slice as a header source: a short read consumes nothing and is `Eof`.
-impl WireInput for crate::binary::Reader<'_> {
-    type Error = CoreError;
-
-    fn read_byte(&mut self) -> Result<u8, CoreError> {
-        Ok(self.take(1)?[0])
-    }
-
-    fn read_array<const N: usize>(&mut self) -> Result<[u8; N], CoreError> {
-        crate::binary::Reader::read_array(self)
-    }
-
-    fn read_varint<R: VarintStep>(&mut self) -> Result<R::Output, CoreError> {
-        let rest = self.rest();
-        let take = rest.len().min(crate::compact::MAX_VARINT64_BYTES);
-        let (result, consumed) = crate::compact::decode_varint::<R>(&rest[..take]);
-        self.take(consumed)?;
-        result
-    }
-
-    fn error(&self, e: CoreError) -> CoreError {
-        e
-    }
+/// One step of reading a varint byte by byte, as the C accelerator does through `trans.read_byte`.
+pub trait VarintStep: Default {
+    type Output;
+    /// Takes the next byte: `Some(value)` when it was the last one, `None` when more follow.
+    fn step(&mut self, b: u8) -> Result<Option<Self::Output>, CoreError>;
 }

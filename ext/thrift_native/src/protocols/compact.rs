@@ -79,15 +79,6 @@ fn checked_writes() -> bool {
 
 use crate::ruby::rb::int;
 
-/// Sets an ivar through its slot when the value is an immediate and the protocol is not frozen, else as Ruby does.
-pub fn set_ivar(this: VALUE, slot: &IvarSlot, id: rb_sys::ID, v: VALUE) -> Result<(), Error> {
-    if rb::is_frozen(this) || !rb::is_special_const(v) {
-        return rb::ivar_set(this, id, v);
-    }
-    slot.set_immediate_unfrozen(this, v);
-    Ok(())
-}
-
 // ----- the @last_field stack -----
 
 /// `@last_field`, which must be an Array (the C accelerator does not check, and crashes).
@@ -335,17 +326,17 @@ fn write_bool(ruby: &Ruby, rb_self: Value, b: Value) -> Result<(), Error> {
     // SAFETY: an ivar of the protocol, which is on this stack.
     let field = RArray::try_convert(unsafe { rb::value(field) })?.as_raw();
     // SAFETY: `field` is an Array; its element is held by it.
-    let id_value = unsafe { rb::ary_entry(field, 1) };
+    let id_value = unsafe { rb::array_entry(field, 1) };
     if !checked_writes() {
         let mut p = Pending::new(output(rb_self));
         write_field_header_unchecked(&mut p, this, || Ok(compact_type), id_value)?;
-        return set_ivar(this, &BOOLEAN_FIELD, IVAR_BOOLEAN_FIELD.get(), rb::QNIL);
+        return BOOLEAN_FIELD.set(this, rb::QNIL);
     }
     // SAFETY: an element of `field`, which is on this stack.
     let id = checked_i16(ruby, not_nil(ruby, unsafe { rb::value(id_value) })?)?;
     let mut p = Pending::new(output(rb_self));
     write_field_header(&mut p, this, compact_type, id, id_value)?;
-    set_ivar(this, &BOOLEAN_FIELD, IVAR_BOOLEAN_FIELD.get(), rb::QNIL)
+    BOOLEAN_FIELD.set(this, rb::QNIL)
 }
 
 fn write_byte(ruby: &Ruby, rb_self: Value, v: Value) -> Result<(), Error> {
@@ -482,7 +473,7 @@ fn read_field_begin(ruby: &Ruby, rb_self: Value) -> Result<RArray, Error> {
         } else {
             rb::QFALSE
         };
-        set_ivar(this, &BOOL_VALUE, IVAR_BOOL_VALUE.get(), b)?;
+        BOOL_VALUE.set(this, b)?;
     }
     push_field_id(this, rb::integer(id.into()))?;
     let t = thrift_type(ruby, compact_type)?;
@@ -506,7 +497,7 @@ fn read_bool(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
     let this = rb_self.as_raw();
     let pending = BOOL_VALUE.get(this);
     if !rb::is_nil(pending) {
-        set_ivar(this, &BOOL_VALUE, IVAR_BOOL_VALUE.get(), rb::QNIL)?;
+        BOOL_VALUE.set(this, rb::QNIL)?;
         // SAFETY: the ivar's former value, held on this stack.
         return Ok(unsafe { rb::value(pending) });
     }

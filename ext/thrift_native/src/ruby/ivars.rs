@@ -25,6 +25,8 @@ mod class_index;
 #[cfg(ivar_layout = "shape_fields")]
 mod shape_fields;
 #[cfg(any(ivar_layout = "shapes", ivar_layout = "shape_fields"))]
+mod shape_id;
+#[cfg(any(ivar_layout = "shapes", ivar_layout = "shape_fields"))]
 mod shapes;
 #[cfg(any(ivar_layout = "shapes", ivar_layout = "shape_fields"))]
 mod stores;
@@ -115,6 +117,17 @@ impl IvarSlot {
             return;
         }
         rb::ivar_set_unfrozen(obj, self.id(), v);
+    }
+
+    /// Sets the ivar: through the slot for an immediate value on an unfrozen object, else as Ruby does (with its
+    /// write barrier, and FrozenError for a frozen object).
+    #[inline(always)]
+    pub fn set(&self, obj: VALUE, v: VALUE) -> Result<(), magnus::Error> {
+        if rb::is_frozen(obj) || !rb::is_special_const(v) {
+            return rb::ivar_set(obj, self.id(), v);
+        }
+        self.set_immediate_unfrozen(obj, v);
+        Ok(())
     }
 }
 

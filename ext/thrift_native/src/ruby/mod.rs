@@ -1,7 +1,8 @@
 //! The C-API plumbing every other layer stands on: calls into libruby (`rb`), the ivar slots that know Ruby's object
-//! layout per version (`ivars`), interned method and ivar names (`names`), native methods recorded for
+//! layout per version (`ivars`), the fast paths' guard against changed Ruby methods (`guard`), interned method and ivar names (`names`), native methods recorded for
 //! `ThriftNative.active?` (`registry`) and running without the GVL (`nogvl`). Nothing here knows thrift.
 
+pub mod guard;
 pub mod ivars;
 pub mod names;
 pub mod nogvl;

@@ -33,6 +33,13 @@ define_rb_intern!(
     IVAR_VALUE => "@value",
 );
 
+// The guard's look at a class's own methods (ruby/guard.rs).
+define_rb_intern!(
+    INSTANCE_METHOD => "instance_method",
+    METHOD_DEFINED_P => "method_defined?",
+    BIND_CALL => "bind_call",
+);
+
 // Transport methods and ivars of FramedTransport and BufferedTransport.
 define_rb_intern!(
     IVAR_TRANSPORT => "@transport",
@@ -40,8 +47,6 @@ define_rb_intern!(
     IVAR_READ => "@read",
     IVAR_WRITE => "@write",
     READ => "read",
-    INSTANCE_METHOD => "instance_method",
-    BIND_CALL => "bind_call",
     UNPACK1 => "unpack1",
     GETBYTE => "getbyte",
     SETBYTE => "setbyte",

@@ -27,6 +27,15 @@ pub unsafe fn value(v: VALUE) -> Value {
     Value::from_raw(v)
 }
 
+/// A VALUE a native method returns to Ruby, as magnus's `Value`: the one safe conversion, for results only (a value
+/// just made, returned by a call, or read from an object the method holds), handed straight back.
+#[inline(always)]
+pub fn returned(v: VALUE) -> Value {
+    // SAFETY: every caller returns the Value from its native method at once, while `v` is on that method's stack
+    // frame (which the GC scans) or held by the receiver; an immediate needs nothing.
+    unsafe { value(v) }
+}
+
 /// `recv.method(*args)`, visibility ignored (as the C accelerator's `rb_funcall`); whatever it raises comes back
 /// as the `Err`.
 #[inline]
@@ -226,16 +235,6 @@ pub unsafe fn ary_pop(ary: VALUE) -> Result<VALUE, Error> {
     }
     // SAFETY: an unfrozen Array: rb_ary_pop only shrinks it.
     Ok(rb_sys::rb_ary_pop(ary))
-}
-
-/// `ary[i]`, nil when out of range.
-///
-/// # Safety
-/// `ary` must be an Array.
-#[inline(always)]
-pub unsafe fn ary_entry(ary: VALUE, i: i64) -> VALUE {
-    // SAFETY: rb_ary_entry reads within bounds or answers nil; it does not raise.
-    rb_sys::rb_ary_entry(ary, i as _)
 }
 
 /// The object's class, without skipping a singleton class: a stubbed object answers its singleton class.

@@ -1,12 +1,13 @@
-//! The Ruby builder: what the core's decoder makes as it reads. Structs and unions are allocated (or `new`ed when
+//! The Ruby builder's structs and containers (its scalars: `crate::thrift::values`): what the core's decoder makes
+//! as it reads. Structs and unions are allocated (or `new`ed when
 //! their class has its own `initialize`), given their defaults, filled ivar by ivar and validated; lists are Arrays
 //! reserved as the core says, maps Hashes, sets `::Set`s filled without an intermediate Array (`sets`).
 
 use magnus::rb_sys::protect;
-use magnus::{Error, Ruby};
+use magnus::Error;
 use rb_sys::VALUE;
-use thrift_native_core::codec::{Build, Container, Ran, Values};
-use thrift_native_core::{uuid, CoreError};
+use thrift_native_core::codec::{Build, Container, Ran};
+use thrift_native_core::CoreError;
 
 use super::defaults::{self, PendingDefaults};
 use super::sets;
@@ -15,16 +16,7 @@ use crate::ruby::rb;
 use crate::struct_codec::field_plan::{plan_for, ClassPlan, FieldPlan, RubyField, StructPlan};
 use crate::thrift::errors;
 use crate::thrift::thrift;
-
-pub struct RubyBuilder<'r> {
-    ruby: &'r Ruby,
-}
-
-impl<'r> RubyBuilder<'r> {
-    pub fn new(ruby: &'r Ruby) -> Self {
-        RubyBuilder { ruby }
-    }
-}
+use crate::thrift::values::RubyBuilder;
 
 /// A struct or union being read.
 pub struct RubyStruct {
@@ -44,70 +36,6 @@ impl RubyStruct {
             fresh: false,
             pending: PendingDefaults::default(),
         }
-    }
-}
-
-impl Values for RubyBuilder<'_> {
-    type Value = VALUE;
-    type Error = Error;
-
-    fn error(&self, e: CoreError) -> Error {
-        errors::from_core(self.ruby, e)
-    }
-
-    #[inline(always)]
-    fn nil(&mut self) -> VALUE {
-        rb::QNIL
-    }
-
-    #[inline(always)]
-    fn bool(&mut self, v: bool) -> VALUE {
-        if v {
-            rb::QTRUE
-        } else {
-            rb::QFALSE
-        }
-    }
-
-    #[inline(always)]
-    fn byte(&mut self, v: i8) -> VALUE {
-        rb::integer(v.into())
-    }
-
-    #[inline(always)]
-    fn i16(&mut self, v: i16) -> VALUE {
-        rb::integer(v.into())
-    }
-
-    #[inline(always)]
-    fn i32(&mut self, v: i32) -> VALUE {
-        rb::integer(v.into())
-    }
-
-    #[inline(always)]
-    fn i64(&mut self, v: i64) -> VALUE {
-        rb::integer(v)
-    }
-
-    #[inline(always)]
-    fn double(&mut self, v: f64) -> VALUE {
-        rb::float(v)
-    }
-
-    #[inline(always)]
-    fn string(&mut self, bytes: &[u8]) -> VALUE {
-        rb::utf8_string(bytes)
-    }
-
-    #[inline(always)]
-    fn binary(&mut self, bytes: &[u8]) -> VALUE {
-        rb::binary_string(bytes)
-    }
-
-    /// The lowercase dashed text, BINARY, as the protocols' `read_uuid`.
-    #[inline(always)]
-    fn uuid(&mut self, bytes: &[u8; 16]) -> VALUE {
-        rb::binary_string(&uuid::format(bytes))
     }
 }
 
@@ -257,7 +185,7 @@ impl Build<'static> for RubyBuilder<'_> {
         value: VALUE,
         fresh: bool,
     ) -> Result<Ran, Error> {
-        hash_store(*map, key, value, fresh)
+        sets::hash_store(*map, key, value, fresh)
     }
 
     #[inline(always)]
@@ -281,14 +209,4 @@ impl Build<'static> for RubyBuilder<'_> {
         }
         Ok(())
     }
-}
-
-/// `hash[key] = value`. A String key the source made (`fresh`) is frozen first, so that Hash keeps it instead of
-/// making a frozen copy; a String from a protocol method is left as it is, as `Hash#[]=` leaves it. Hashing a key
-/// other than a String, an immediate or a Float runs its Ruby `#hash` and `#eql?`.
-pub(super) fn hash_store(hash: VALUE, key: VALUE, value: VALUE, fresh: bool) -> Result<Ran, Error> {
-    let simple = sets::prepare_key(key, fresh);
-    // SAFETY: protected; hashing a struct key calls its Ruby #hash and #eql?.
-    protect(|| unsafe { rb_sys::rb_hash_aset(hash, key, value) })?;
-    Ok(if simple { Ran::OnlyRust } else { Ran::HostCode })
 }

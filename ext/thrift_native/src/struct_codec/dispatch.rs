@@ -9,12 +9,12 @@ use thrift_native_core::codec::{
     FieldBegin, FieldDef, ListBegin, MapBegin, Primitive, Scalar, Sequence, Sink, Source,
 };
 
-use super::build::RubyBuilder;
 use crate::ruby::names::*;
 use crate::ruby::rb;
 use crate::struct_codec::field_plan::RubyField;
 use crate::thrift::errors;
 use crate::thrift::thrift;
+use crate::thrift::values::RubyBuilder;
 
 /// Reads through the protocol's methods.
 pub struct DispatchSource {
@@ -35,7 +35,7 @@ use crate::ruby::rb::StaticId;
 
 /// `header[i]` of a protocol's header Array; TypeError when the protocol returned something else (the C
 /// accelerator would read past it).
-fn header_entry(header: VALUE, i: i64) -> Result<VALUE, Error> {
+fn header_entry(header: VALUE, i: usize) -> Result<VALUE, Error> {
     if !rb::is_array(header) {
         return Err(Error::new(
             Ruby::get().expect("Ruby thread").exception_type_error(),
@@ -43,7 +43,7 @@ fn header_entry(header: VALUE, i: i64) -> Result<VALUE, Error> {
         ));
     }
     // SAFETY: `header` is an Array; rb_ary_entry answers nil past its end.
-    Ok(unsafe { rb::ary_entry(header, i) })
+    Ok(unsafe { rb::array_entry(header, i) })
 }
 
 /// The C accelerator's `container_size(size)`: a Fixnum in 0..=INT32_MAX, else the contract's errors; other

@@ -1,8 +1,9 @@
-//! The fast path: the protocol is exactly `BinaryProtocolAccelerated` or `Thrift::CompactProtocol` with our methods,
-//! over a plain `MemoryBufferTransport` or an exact `FramedTransport` or `BufferedTransport` (writing, also an exact
-//! `Thrift::JsonProtocol`: [`super::json`]). The core's encodings
-//! read from the transport's buffer ([`BufferHost`]: `@buf` at `@index`, or `@rbuf` at `@index`, refilled through
-//! the transport's methods) and write into a Rust buffer appended to `@buf` or `@wbuf` ([`FastSink`]).
+//! The fast path: the protocol is exactly `BinaryProtocolAccelerated` or `Thrift::CompactProtocol` with our methods
+//! (or an exact `HeaderProtocol` with one of its two inside), over a plain `MemoryBufferTransport`, an exact
+//! `FramedTransport` or `BufferedTransport`, or (through the HeaderProtocol) its `HeaderTransport`. The core's
+//! encodings read from the transport's buffer ([`BufferHost`] over a [`ReadBuffer`]: `@buf`, `@rbuf` or the read
+//! StringIO's String, refilled through the transport's methods) and write into a Rust buffer appended to `@buf`,
+//! `@wbuf` or the write StringIO ([`FastSink`], which the JSON encoder, [`super::json`], writes through too).
 //!
 //! Whenever Ruby code runs in the middle (`validate`, a class's own `initialize`, `skip`, `Set.new`, `Hash#hash` of
 //! a struct key, a value the protocol's own method must convert), the transport is handed its state first and picked
@@ -19,18 +20,19 @@ use thrift_native_core::codec::{
     Encoder, FieldBegin, FieldDef, Host, ListBegin, MapBegin, Primitive, Scalar, Sequence, Sink,
     Source,
 };
-use thrift_native_core::compact::VarintStep;
+use thrift_native_core::wire::VarintStep;
 use thrift_native_core::wire::WireInput;
 use thrift_native_core::CoreError;
 
-use super::build::RubyBuilder;
 use super::dispatch::{write_method, DispatchSink, DispatchSource};
-use crate::protocols::compact::{set_ivar, BOOL_VALUE};
-use crate::ruby::names::{IVAR_BOOL_VALUE, SKIP};
+use crate::protocols::compact::BOOL_VALUE;
+use crate::ruby::names::SKIP;
 use crate::ruby::rb;
 use crate::struct_codec::field_plan::RubyField;
 use crate::thrift::errors;
-use crate::transports::io::{FastBuffer, WriteTarget};
+use crate::thrift::values::RubyBuilder;
+use crate::transports::buffer::ReadBuffer;
+use crate::transports::io::WriteTarget;
 
 /// A transport's buffer, as the core's encodings read it, and the protocol object whose `@bool_value` the compact
 /// encoding uses (a Ruby `skip` of a bool field reads it there).
@@ -40,7 +42,7 @@ pub struct BufferHost<'r, B> {
     protocol: VALUE,
 }
 
-impl<B: FastBuffer> WireInput for BufferHost<'_, B> {
+impl<B: ReadBuffer> WireInput for BufferHost<'_, B> {
     type Error = Error;
 
     #[inline(always)]
@@ -63,7 +65,7 @@ impl<B: FastBuffer> WireInput for BufferHost<'_, B> {
     }
 }
 
-impl<B: FastBuffer> Host for BufferHost<'_, B> {
+impl<B: ReadBuffer> Host for BufferHost<'_, B> {
     #[inline(always)]
     fn take_with<R>(&mut self, n: usize, make: impl FnOnce(&[u8]) -> R) -> Result<R, Error> {
         self.buffer.read_with(self.ruby, n, make)
@@ -76,7 +78,7 @@ impl<B: FastBuffer> Host for BufferHost<'_, B> {
 
     fn put_bool(&mut self, value: bool) -> Result<(), Error> {
         let v = if value { rb::QTRUE } else { rb::QFALSE };
-        set_ivar(self.protocol, &BOOL_VALUE, IVAR_BOOL_VALUE.get(), v)
+        BOOL_VALUE.set(self.protocol, v)
     }
 
     fn take_bool(&mut self) -> Result<Option<bool>, Error> {
@@ -84,25 +86,25 @@ impl<B: FastBuffer> Host for BufferHost<'_, B> {
         if rb::is_nil(pending) {
             return Ok(None);
         }
-        set_ivar(self.protocol, &BOOL_VALUE, IVAR_BOOL_VALUE.get(), rb::QNIL)?;
+        BOOL_VALUE.set(self.protocol, rb::QNIL)?;
         Ok(Some(rb::truthy(pending)))
     }
 }
 
 /// An encoding over a [`BufferHost`]: `BinaryIn` or `CompactIn`.
 pub trait OverBuffer<'r> {
-    type Buffer: FastBuffer;
+    type Buffer: ReadBuffer;
     fn host_mut(&mut self) -> &mut BufferHost<'r, Self::Buffer>;
 }
 
-impl<'r, B: FastBuffer> OverBuffer<'r> for BinaryIn<BufferHost<'r, B>> {
+impl<'r, B: ReadBuffer> OverBuffer<'r> for BinaryIn<BufferHost<'r, B>> {
     type Buffer = B;
     fn host_mut(&mut self) -> &mut BufferHost<'r, B> {
         &mut self.host
     }
 }
 
-impl<'r, B: FastBuffer> OverBuffer<'r> for CompactIn<BufferHost<'r, B>> {
+impl<'r, B: ReadBuffer> OverBuffer<'r> for CompactIn<BufferHost<'r, B>> {
     type Buffer = B;
     fn host_mut(&mut self) -> &mut BufferHost<'r, B> {
         &mut self.host
@@ -123,7 +125,7 @@ pub struct FastSource<W> {
 /// it. `encoder` is the protocol object of that encoding (its `@rbuf` and `@bool_value`): `protocol` itself, or a
 /// HeaderProtocol's inner one. The compact encoding's field-id deltas are kept in Rust per struct instead of in
 /// `@last_field`: Ruby code run in between (`skip`, `validate`) only pushes and pops its own entries there.
-pub fn source<'r, B: FastBuffer, W>(
+pub fn source<'r, B: ReadBuffer, W>(
     ruby: &'r Ruby,
     protocol: VALUE,
     encoder: VALUE,

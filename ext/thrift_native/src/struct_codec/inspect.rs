@@ -157,7 +157,7 @@ impl Inspect<'static> for RubyValues<'_> {
     fn list_item(&self, list: VALUE, i: usize) -> Result<VALUE, Error> {
         // SAFETY: `list` passed `list_len`, so it is an Array (an object's type never changes); rb_ary_entry answers
         // nil past its end.
-        Ok(unsafe { rb::ary_entry(list, i as i64) })
+        Ok(unsafe { rb::array_entry(list, i) })
     }
 
     fn map_check(&self, v: VALUE) -> Result<(), Error> {
@@ -182,7 +182,7 @@ impl Inspect<'static> for RubyValues<'_> {
         let n = self.list_len(keys)?;
         for i in 0..n {
             // SAFETY: `keys` is an Array (checked by list_len); nil past its end.
-            let key = unsafe { rb::ary_entry(keys, i as i64) };
+            let key = unsafe { rb::array_entry(keys, i) };
             // SAFETY: protected; Hash#[] may call the key's Ruby #hash.
             let item = protect(|| unsafe { rb_sys::rb_hash_aref(map, key) })?;
             f(self, key, item)?;

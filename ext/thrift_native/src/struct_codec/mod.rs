@@ -22,8 +22,6 @@ mod inspect;
 mod json;
 mod sets;
 
-use std::sync::atomic::{AtomicBool, Ordering};
-
 use magnus::rb_sys::AsRawValue;
 use magnus::{Error, RClass, RModule, Ruby, Value};
 use rb_sys::VALUE;
@@ -33,48 +31,29 @@ use thrift_native_core::codec::{
     check_depth, read_struct, write_struct, write_union, Encoder, Sink,
 };
 
-pub(crate) use self::build::RubyBuilder;
 use self::build::RubyStruct;
 use self::dispatch::{DispatchSink, DispatchSource};
 use self::inspect::RubyValues;
 use crate::protocols;
+use crate::ruby::guard::{Guard, Watch};
 use crate::ruby::names::{IVAR_HEADER_TRANSPORT, IVAR_PROTOCOL, IVAR_TRANS};
 use crate::ruby::{rb, registry};
 use crate::struct_codec::field_plan::{plan_for, RubyField};
 use crate::thrift::errors;
 use crate::thrift::thrift;
+use crate::thrift::values::RubyBuilder;
 use crate::transports::header::fast::HeaderBuffer;
 use crate::transports::layered::LayeredBuffer;
 use crate::transports::memory_buffer::MemoryBuffer;
 
-/// False once Ruby code redefines one of BinaryProtocolAccelerated's (or CompactProtocol's) methods: the struct
-/// codec then dispatches to that protocol's methods.
-static BINARY_METHODS_ARE_NATIVE: AtomicBool = AtomicBool::new(true);
-static COMPACT_METHODS_ARE_NATIVE: AtomicBool = AtomicBool::new(true);
-/// False once Ruby code redefines a method of the pure-Ruby BinaryProtocol or of HeaderProtocol: struct read and
+/// Tripped once Ruby code changes a method of BinaryProtocolAccelerated (or CompactProtocol): the struct codec then
+/// dispatches to that protocol's methods.
+static BINARY: Guard = Guard::new();
+static COMPACT: Guard = Guard::new();
+/// Tripped once Ruby code changes a method of the pure-Ruby BinaryProtocol or of HeaderProtocol: struct read and
 /// write through a HeaderProtocol then dispatch to its methods.
-static PURE_BINARY_METHODS_UNCHANGED: AtomicBool = AtomicBool::new(true);
-static HEADER_PROTOCOL_METHODS_UNCHANGED: AtomicBool = AtomicBool::new(true);
-
-pub fn binary_method_changed() {
-    BINARY_METHODS_ARE_NATIVE.store(false, Ordering::Relaxed);
-}
-
-pub fn compact_method_changed() {
-    COMPACT_METHODS_ARE_NATIVE.store(false, Ordering::Relaxed);
-}
-
-pub fn pure_binary_method_changed() {
-    PURE_BINARY_METHODS_UNCHANGED.store(false, Ordering::Relaxed);
-}
-
-pub fn header_protocol_method_changed() {
-    HEADER_PROTOCOL_METHODS_UNCHANGED.store(false, Ordering::Relaxed);
-}
-
-pub fn json_method_changed() {
-    crate::protocols::json::state::method_changed();
-}
+static PURE_BINARY: Guard = Guard::new();
+static HEADER_PROTOCOL: Guard = Guard::new();
 
 /// Which encoding the fast path may use for `protocol`: its transport, and the protocol object of that encoding
 /// (`protocol` itself, or a HeaderProtocol's inner one).
@@ -85,18 +64,14 @@ enum Fast {
 }
 
 fn fast_protocol(protocol: VALUE) -> Fast {
-    if BINARY_METHODS_ARE_NATIVE.load(Ordering::Relaxed)
-        && rb::is_exact_instance(protocol, protocols::binary::class())
-    {
+    if BINARY.intact() && rb::is_exact_instance(protocol, protocols::binary::class()) {
         let trans = protocols::binary::TRANS.get(protocol);
         return Fast::Binary {
             trans,
             encoder: protocol,
         };
     }
-    if COMPACT_METHODS_ARE_NATIVE.load(Ordering::Relaxed)
-        && rb::is_exact_instance(protocol, thrift().compact_protocol)
-    {
+    if COMPACT.intact() && rb::is_exact_instance(protocol, thrift().compact_protocol) {
         let trans = protocols::compact::TRANS.get(protocol);
         return Fast::Compact {
             trans,
@@ -111,9 +86,7 @@ fn fast_protocol(protocol: VALUE) -> Fast {
 /// transport inside: its encoding, read and written through the header transport's buffers.
 fn header_protocol(protocol: VALUE) -> Option<Fast> {
     let h = thrift().header.as_ref()?;
-    if !rb::is_exact_instance(protocol, h.protocol)
-        || !HEADER_PROTOCOL_METHODS_UNCHANGED.load(Ordering::Relaxed)
-    {
+    if !rb::is_exact_instance(protocol, h.protocol) || !HEADER_PROTOCOL.intact() {
         return None;
     }
     let trans = rb::ivar_get(protocol, IVAR_HEADER_TRANSPORT.get());
@@ -121,14 +94,10 @@ fn header_protocol(protocol: VALUE) -> Option<Fast> {
     if !crate::transports::header::owns(trans) || rb::ivar_get(encoder, IVAR_TRANS.get()) != trans {
         return None;
     }
-    if PURE_BINARY_METHODS_UNCHANGED.load(Ordering::Relaxed)
-        && rb::is_exact_instance(encoder, thrift().binary_protocol)
-    {
+    if PURE_BINARY.intact() && rb::is_exact_instance(encoder, thrift().binary_protocol) {
         return Some(Fast::Binary { trans, encoder });
     }
-    if COMPACT_METHODS_ARE_NATIVE.load(Ordering::Relaxed)
-        && rb::is_exact_instance(encoder, thrift().compact_protocol)
-    {
+    if COMPACT.intact() && rb::is_exact_instance(encoder, thrift().compact_protocol) {
         return Some(Fast::Compact { trans, encoder });
     }
     None
@@ -284,6 +253,12 @@ fn union_write(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<(), Error>
 pub fn init(ruby: &Ruby) -> Result<(), Error> {
     sets::init();
     let t = thrift();
+    BINARY.watch(protocols::binary::class(), Watch::Every);
+    COMPACT.watch(t.compact_protocol, Watch::Every);
+    if let Some(h) = &t.header {
+        PURE_BINARY.watch(t.binary_protocol, Watch::Every);
+        HEADER_PROTOCOL.watch(h.protocol, Watch::Every);
+    }
     // SAFETY: Thrift::Struct and Thrift::Union are pinned at load time.
     let (struct_module, union) = unsafe { (rb::value(t.struct_module), rb::value(t.union)) };
     let struct_module = RModule::from_value(struct_module).expect("Thrift::Struct is a module");

@@ -3,7 +3,6 @@
 //! through the Hash it keeps in `@hash`. Anything else (a subclass or a singleton, a changed `each` or `entries` on
 //! 4.0, an object of another kind than the Ruby's Set) is left to `add` and `entries`, which the C accelerator calls.
 
-#[cfg(ruby_gte_4_0)]
 use magnus::rb_sys::protect;
 use magnus::Error;
 use rb_sys::VALUE;
@@ -52,7 +51,7 @@ fn is_core_set(v: VALUE) -> bool {
 }
 
 /// Adds a decoded element to a Set the builder made (`Set.new`). A String the source made (`fresh`) is frozen first,
-/// so that the Set keeps it instead of a frozen copy, as [`super::build`] does for Hash keys; hashing anything but a
+/// so that the Set keeps it instead of a frozen copy, as [`hash_store`] does for Hash keys; hashing anything but a
 /// String, an immediate or a Float runs its Ruby `#hash` and `#eql?`.
 pub fn insert(set: VALUE, item: VALUE, fresh: bool) -> Result<Ran, Error> {
     #[cfg(ruby_gte_4_0)]
@@ -70,7 +69,7 @@ pub fn insert(set: VALUE, item: VALUE, fresh: bool) -> Result<Ran, Error> {
     {
         let hash = rb::ivar_get(set, IVAR_HASH.get());
         if rb::builtin_type(hash) == Some(rb_sys::ruby_value_type::RUBY_T_HASH) {
-            return super::build::hash_store(hash, item, rb::QTRUE, fresh);
+            return hash_store(hash, item, rb::QTRUE, fresh);
         }
     }
     rb::funcall(set, ADD.get(), &[item])?;
@@ -130,4 +129,14 @@ where
     return unsafe { rb::set_foreach(elements, &mut f) };
     #[cfg(ruby_lt_4_0)]
     rb::hash_foreach(elements, |key, _| f(key))
+}
+
+/// `hash[key] = value`. A String key the source made (`fresh`) is frozen first, so that Hash keeps it instead of
+/// making a frozen copy; a String from a protocol method is left as it is, as `Hash#[]=` leaves it. Hashing a key
+/// other than a String, an immediate or a Float runs its Ruby `#hash` and `#eql?`.
+pub(super) fn hash_store(hash: VALUE, key: VALUE, value: VALUE, fresh: bool) -> Result<Ran, Error> {
+    let simple = prepare_key(key, fresh);
+    // SAFETY: protected; hashing a struct key calls its Ruby #hash and #eql?.
+    protect(|| unsafe { rb_sys::rb_hash_aset(hash, key, value) })?;
+    Ok(if simple { Ran::OnlyRust } else { Ran::HostCode })
 }

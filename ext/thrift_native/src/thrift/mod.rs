@@ -5,7 +5,9 @@
 //! follow. Probing never raises anything but the LoadError built in `lib.rs`.
 
 pub mod bytes;
+pub mod contract;
 pub mod errors;
+pub mod values;
 
 use std::sync::OnceLock;
 
@@ -14,9 +16,8 @@ use magnus::value::ReprValue;
 use magnus::{Error, Module, RClass, RModule, Ruby, Value};
 use rb_sys::VALUE;
 
-use thrift_native_core::wire::{NegativeSizes, Rules, Varint32Rule};
-
 use crate::ruby::rb;
+use contract::Contract;
 
 /// Values used in place of constants that thrift 0.14 does not define.
 pub const FALLBACK_UUID_TYPE: i64 = 16;
@@ -82,94 +83,6 @@ pub struct Thrift {
     pub contract: Contract,
 }
 
-/// The loaded thrift's own accelerator's behaviour where versions differ, told by what its pure-Ruby library has
-/// (a constant or method that came in the same upstream change), never by a version number. Unsafe old behaviour
-/// (crashes, unbounded recursion or allocation) is not among these: it is not reproduced (README, "What is
-/// accelerated", lists both).
-#[derive(Debug, Clone, Copy)]
-pub struct Contract {
-    /// thrift 0.24 on (`BinaryProtocol::BYTE_MAX` came with it): BinaryProtocolAccelerated's integer arguments are
-    /// range-checked (TypeError, RangeError "integer out of bounds"). Before, the C accelerator converted them with
-    /// NUM2INT/NUM2LL and kept the low bytes, as the pure-Ruby protocol's `pack` does.
-    pub checked_binary_writes: bool,
-    /// thrift 0.23 on (`Types::UUID` came in that release): a union's errors are ProtocolException(INVALID_DATA)
-    /// and BinaryProtocolAccelerated's version errors carry BAD_VERSION. Before, RuntimeError, and type 0 (the old C
-    /// accelerator never set its BAD_VERSION).
-    pub typed_errors: bool,
-    /// thrift master (`CompactProtocol::I16_MAX` came with it, THRIFT-6139): CompactProtocol's integer arguments are
-    /// range-checked, sizes too, and a field type is checked before `@last_field` is popped. Before, NUM2INT/NUM2LL
-    /// (an i16 written as the i32 it is, a byte's low 8 bits, a negative size as it is).
-    pub checked_compact_writes: bool,
-    /// thrift master (the pure `CompactTypes.get_ttype` raises ProtocolException for an unknown type, THRIFT-6126):
-    /// an unknown compact type is ProtocolException(INVALID_DATA, "Unknown compact type: N"). Before, StandardError
-    /// "don't know what type: N".
-    pub compact_unknown_type_errors: bool,
-    /// thrift master (the pure `read_message_begin`'s header errors carry BAD_VERSION, THRIFT-6102): CompactProtocol's
-    /// header errors are BAD_VERSION with "Expected version 1 but got N". Before, type -1 and the old C
-    /// accelerator's swapped "Expected version id N but got 1". `write_bool` testing truthiness (THRIFT-6101, the same
-    /// batch, with no pure-Ruby trace of its own) follows this too; before, only `true` was written as true.
-    pub compact_header_codes: bool,
-    /// thrift master (`BaseProtocol::MAX_CONTAINER_SIZE`, THRIFT-6136): a compact list, set or map size beyond
-    /// INT32_MAX is ProtocolException(SIZE_LIMIT). Before, `read_*_begin` returned it as a negative int32.
-    pub container_size_limit: bool,
-    /// thrift master (the pure `MemoryBufferTransport#read(-1)` raises TransportException, THRIFT-6099, the batch of
-    /// THRIFT-6103 and 6105 that left no pure-Ruby trace): MemoryBufferTransport#read_byte is unsigned and
-    /// `read_into_buffer` keeps the bytes it consumed before EOFError. Before, a signed byte, and nothing consumed.
-    pub memory_buffer_fixes: bool,
-    /// thrift 0.24 on (`TransportException::NEGATIVE_SIZE`, THRIFT-6025): MemoryBufferTransport has its own
-    /// `read_all`, which consumes nothing when too few bytes remain. Before, BaseTransport#read_all over the C
-    /// accelerator's `read`, which consumed what remained before EOFError.
-    pub memory_buffer_read_all: bool,
-    /// thrift 0.24 on (the same change): BinaryProtocolAccelerated refuses a negative size (ProtocolException
-    /// NEGATIVE_SIZE). Before, `read_*_begin` answered it, `read_binary` asked `read_all` for it (which answers ""),
-    /// and the struct decoder met it: thrift 0.14-0.22 raised ArgumentError "negative array size" for a list or set
-    /// to read and read a map as empty, 0.23 raised ProtocolException "Negative container size" for both.
-    pub negative_sizes_refused: bool,
-    /// thrift 0.24 on (`CompactProtocol::MAX_VARINT32_BYTES`): a compact varint32 is 5 bytes at most. Before, the C
-    /// accelerator read every varint as a varint64 and cut it to 32 bits (the 10-byte limit is kept: its loop had
-    /// none).
-    pub varint32_limit: bool,
-    /// thrift master (`CompactProtocol::MAX_VARINT32_LAST_BYTE`, THRIFT-6145): a 5-byte varint32 with bits beyond 32
-    /// is refused. Before, the C accelerator dropped them.
-    pub varint32_overflow_refused: bool,
-    /// thrift master (the pure `Struct#read` of an instance with fields set clears them first, THRIFT-6124):
-    /// `Struct#read` into an instance that has ivars checks that it is not frozen and resets its fields to their
-    /// defaults first; `Union#read` clears `@setfield` and `@value` first and sets `@setfield` with the value. Before,
-    /// an instance kept what the message did not set, and a union's `@setfield` was set before its value was read.
-    pub reused_structs_reset: bool,
-    /// thrift master (THRIFT-6104, the batch of `memory_buffer_fixes`, with no pure-Ruby trace of its own):
-    /// `Struct#write` takes any `Set` (a subclass, a Set with singleton methods) as a set. Before, only an instance
-    /// of exactly `::Set`; anything else had to be a Hash (TypeError).
-    pub set_subclass_writes: bool,
-    /// thrift master (THRIFT-6126's JSON part: the pure `JsonProtocol#get_type_id_for_type_name` raises it): a type
-    /// with no JSON name is ProtocolException(INVALID_DATA, "Unknown type id: N"). Before, NotImplementedError.
-    pub json_unknown_type_errors: bool,
-    /// thrift master (the pure `JsonProtocol#decode_json_string`, THRIFT-6130's Unicode batch): JsonProtocol reads
-    /// every string as UTF-8 (refusing invalid text) and joins `\u` surrogate pairs. Before, a string with raw
-    /// non-ASCII bytes was BINARY and a surrogate escape a RangeError.
-    pub json_utf8_strings: bool,
-}
-
-impl Contract {
-    /// The wire rules of the core's readers for this contract.
-    pub fn rules(&self) -> Rules {
-        Rules {
-            uuid: self.typed_errors,
-            negative_sizes: NegativeSizes {
-                binary: !self.negative_sizes_refused,
-                compact: !self.container_size_limit,
-            },
-            varint32: if self.varint32_overflow_refused {
-                Varint32Rule::Refusing
-            } else if self.varint32_limit {
-                Varint32Rule::Dropping
-            } else {
-                Varint32Rule::Wide
-            },
-        }
-    }
-}
-
 /// `Thrift::JsonProtocol` and the contexts it keeps in `@context` (`JSONContext`, `JSONPairContext`,
 /// `JSONListContext`), whose Ruby methods the struct codec's JSON encoder reproduces.
 #[derive(Debug)]
@@ -182,21 +95,6 @@ pub struct JsonClasses {
     pub reader: VALUE,
     /// `Thrift::BaseProtocol`, whose `skip` the JSON reader reproduces.
     pub base: VALUE,
-}
-
-impl JsonClasses {
-    /// Whether `class` is one of them.
-    pub fn holds(&self, class: VALUE) -> bool {
-        [
-            self.protocol,
-            self.top,
-            self.pair,
-            self.list,
-            self.reader,
-            self.base,
-        ]
-        .contains(&class)
-    }
 }
 
 /// thrift master's THeader classes and what their native methods need.
@@ -253,20 +151,6 @@ fn optional_integer(
     }
 }
 
-/// The marker of thrift master's batch of CompactProtocol and MemoryBufferTransport fixes (THRIFT-6099 to 6139), for
-/// a probe whose method another accelerator, loaded before this one, has already replaced: calling that one could
-/// crash (thrift 0.14's C `MemoryBufferTransport#read(-1)` does).
-const BATCH_MARKER: &str = "Thrift::CompactProtocol.const_defined?(:I16_MAX, false)";
-
-/// Whether the loaded library's own Ruby `code` answers true (`#{BATCH_MARKER}` in it stands for that marker). It
-/// runs on fresh objects before this extension replaces any method; anything it raises (a library too different to
-/// answer) counts as false, the older behaviour.
-fn behaves(ruby: &Ruby, code: &str) -> bool {
-    let code = code.replace("#{BATCH_MARKER}", BATCH_MARKER);
-    let guarded = format!("begin\n{code}\nrescue StandardError, NotImplementedError\nfalse\nend");
-    ruby.eval::<bool>(&guarded).unwrap_or(false)
-}
-
 fn pinned(v: impl ReprValue) -> VALUE {
     let raw = v.as_value().as_raw();
     rb::pin_forever(raw);
@@ -305,7 +189,7 @@ pub fn probe(ruby: &Ruby) -> Result<&'static Thrift, Error> {
         "DEFAULT_RECURSION_DEPTH",
         FALLBACK_RECURSION_DEPTH,
     )?;
-    let (transport_negative_size, has_transport_negative_size) = optional_integer(
+    let (transport_negative_size, _) = optional_integer(
         ruby,
         transport_exception,
         "NEGATIVE_SIZE",
@@ -322,69 +206,7 @@ pub fn probe(ruby: &Ruby) -> Result<&'static Thrift, Error> {
     };
     let garbage_buffer_size: i64 = memory_buffer.const_get("GARBAGE_BUFFER_SIZE")?;
     let header = probe_header(ruby, module, transport_exception)?;
-    let defined = |scope: RClass, name: &str| -> Result<bool, Error> {
-        scope
-            .as_value()
-            .funcall("const_defined?", (ruby.to_symbol(name), false))
-    };
-    let memory_buffer_fixes = behaves(
-        ruby,
-        "if Thrift::MemoryBufferTransport.instance_method(:read).source_location.nil?
-           #{BATCH_MARKER}
-         else
-           begin; Thrift::MemoryBufferTransport.new(\"x\").read(-1); false
-           rescue Thrift::TransportException; true; end
-         end",
-    );
-    let contract = Contract {
-        checked_binary_writes: defined(binary_protocol, "BYTE_MAX")?,
-        typed_errors: has_uuid_type,
-        checked_compact_writes: defined(compact_protocol, "I16_MAX")?,
-        compact_unknown_type_errors: behaves(
-            ruby,
-            "begin; Thrift::CompactProtocol::CompactTypes.get_ttype(14); false
-             rescue Thrift::ProtocolException; true; end",
-        ),
-        compact_header_codes: behaves(
-            ruby,
-            "if Thrift::CompactProtocol.instance_method(:read_message_begin).source_location.nil?
-               #{BATCH_MARKER}
-             else
-               begin; Thrift::CompactProtocol.new(Thrift::MemoryBufferTransport.new(\"\\0\")).read_message_begin; false
-               rescue Thrift::ProtocolException => e; e.type == Thrift::ProtocolException::BAD_VERSION; end
-             end",
-        ),
-        container_size_limit: defined(module.const_get("BaseProtocol")?, "MAX_CONTAINER_SIZE")?,
-        memory_buffer_fixes,
-        memory_buffer_read_all: has_transport_negative_size,
-        negative_sizes_refused: has_transport_negative_size,
-        varint32_limit: defined(compact_protocol, "MAX_VARINT32_BYTES")?,
-        varint32_overflow_refused: defined(compact_protocol, "MAX_VARINT32_LAST_BYTE")?,
-        reused_structs_reset: behaves(
-            ruby,
-            "k = Class.new do
-               include Thrift::Struct
-               include Thrift::Struct_Union
-               const_set(:FIELDS, { 1 => { type: Thrift::Types::I32, name: 'a' } })
-               def struct_fields; self.class::FIELDS; end
-               def validate; end
-             end
-             o = k.new
-             o.instance_variable_set(:@a, 5)
-             o.read(Thrift::BinaryProtocol.new(Thrift::MemoryBufferTransport.new(\"\\0\".b)))
-             o.instance_variable_get(:@a).nil?",
-        ),
-        set_subclass_writes: memory_buffer_fixes,
-        json_unknown_type_errors: behaves(
-            ruby,
-            "begin; Thrift::JsonProtocol.allocate.get_type_name_for_type_id(0); false
-             rescue Thrift::ProtocolException; true; end",
-        ),
-        json_utf8_strings: behaves(
-            ruby,
-            "Thrift::JsonProtocol.private_method_defined?(:decode_json_string)",
-        ),
-    };
+    let contract = Contract::probe(ruby);
     let json = JsonClasses {
         protocol: pinned(const_value(module, "JsonProtocol")?),
         top: pinned(const_value(module, "JSONContext")?),

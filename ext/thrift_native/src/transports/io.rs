@@ -6,15 +6,15 @@ use magnus::{Error, Ruby};
 use rb_sys::VALUE;
 
 use crate::ruby::ivars::IvarSlot;
-use crate::ruby::names::{IVAR_RBUF, READ_ALL, READ_BYTE, READ_INTO_BUFFER, WRITE};
+use crate::ruby::names::{IVAR_RBUF, READ_ALL, READ_BYTE, WRITE};
 use crate::ruby::rb;
 use crate::thrift::thrift;
 use crate::thrift::{bytes, errors};
-use crate::transports::buffer::InPlace;
+use crate::transports::buffer::{read_into_rbuf, ReadBuffer};
 use crate::transports::header::fast::StringIoTarget;
 use crate::transports::layered::{self, LayeredBuffer};
 use crate::transports::memory_buffer::{self, MemoryBuffer};
-use thrift_native_core::compact::VarintStep;
+use thrift_native_core::wire::VarintStep;
 use thrift_native_core::wire::WireInput;
 use thrift_native_core::{uuid, CoreError};
 
@@ -54,124 +54,6 @@ impl WireInput for Wire<'_> {
     }
 }
 
-/// A transport's buffer as the struct codec's fast path reads it: a plain MemoryBufferTransport's, or an exact
-/// FramedTransport's or BufferedTransport's read buffer.
-pub trait FastBuffer: Sized {
-    /// The buffer of `trans`, when the fast path may read it.
-    fn plain(trans: VALUE) -> Option<Self>;
-    /// Picks the buffer up again after Ruby code ran (which may have changed the transport); false when the fast
-    /// path may no longer read it.
-    #[inline(always)]
-    fn resume(&mut self, trans: VALUE) -> bool {
-        match Self::plain(trans) {
-            Some(b) => {
-                *self = b;
-                true
-            }
-            None => false,
-        }
-    }
-    /// Hands the read position to the transport, for a buffer that keeps its own (before Ruby code that reads the
-    /// transport, and at the end).
-    #[inline(always)]
-    fn commit(&mut self) {}
-    /// Bytes known to remain in the message (for reservations); None when more may come from a refill.
-    fn remaining(&self) -> Option<usize>;
-    fn read_byte(&mut self, ruby: &Ruby) -> Result<u8, Error>;
-    /// `protocol`: whose `@rbuf` a refill reads into, as the C accelerator's `read_into_buffer(@rbuf, N)`.
-    fn read_array<const N: usize>(
-        &mut self,
-        ruby: &Ruby,
-        protocol: VALUE,
-    ) -> Result<[u8; N], Error>;
-    fn read_varint<R: VarintStep>(&mut self, ruby: &Ruby) -> Result<R::Output, Error>;
-    fn read_with<R>(
-        &mut self,
-        ruby: &Ruby,
-        n: usize,
-        make: impl FnOnce(&[u8]) -> R,
-    ) -> Result<R, Error>;
-}
-
-impl FastBuffer for MemoryBuffer {
-    #[inline(always)]
-    fn plain(trans: VALUE) -> Option<Self> {
-        MemoryBuffer::plain(trans)
-    }
-    #[inline(always)]
-    fn remaining(&self) -> Option<usize> {
-        Some(self.available())
-    }
-    #[inline(always)]
-    fn read_byte(&mut self, ruby: &Ruby) -> Result<u8, Error> {
-        MemoryBuffer::read_byte(self, ruby)
-    }
-    #[inline(always)]
-    fn read_array<const N: usize>(
-        &mut self,
-        ruby: &Ruby,
-        _protocol: VALUE,
-    ) -> Result<[u8; N], Error> {
-        MemoryBuffer::read_array(self, ruby)
-    }
-    #[inline(always)]
-    fn read_varint<R: VarintStep>(&mut self, ruby: &Ruby) -> Result<R::Output, Error> {
-        MemoryBuffer::read_varint::<R>(self, ruby)
-    }
-    #[inline(always)]
-    fn read_with<R>(
-        &mut self,
-        ruby: &Ruby,
-        n: usize,
-        make: impl FnOnce(&[u8]) -> R,
-    ) -> Result<R, Error> {
-        MemoryBuffer::read_with(self, ruby, n, make)
-    }
-}
-
-/// FramedTransport's, BufferedTransport's and HeaderTransport's read buffers, refilled through the transport.
-impl<B: InPlace> FastBuffer for B {
-    #[inline(always)]
-    fn plain(trans: VALUE) -> Option<Self> {
-        <B as InPlace>::plain(trans)
-    }
-    fn resume(&mut self, trans: VALUE) -> bool {
-        InPlace::resume(self, trans)
-    }
-    fn commit(&mut self) {
-        InPlace::commit(self)
-    }
-    #[inline(always)]
-    fn remaining(&self) -> Option<usize> {
-        None
-    }
-    #[inline(always)]
-    fn read_byte(&mut self, _ruby: &Ruby) -> Result<u8, Error> {
-        InPlace::read_byte(self)
-    }
-    #[inline(always)]
-    fn read_array<const N: usize>(
-        &mut self,
-        _ruby: &Ruby,
-        protocol: VALUE,
-    ) -> Result<[u8; N], Error> {
-        InPlace::read_array(self, rb::ivar_get(protocol, IVAR_RBUF.get()))
-    }
-    #[inline(always)]
-    fn read_varint<R: VarintStep>(&mut self, ruby: &Ruby) -> Result<R::Output, Error> {
-        InPlace::read_varint::<R>(self, ruby)
-    }
-    #[inline(always)]
-    fn read_with<R>(
-        &mut self,
-        ruby: &Ruby,
-        n: usize,
-        make: impl FnOnce(&[u8]) -> R,
-    ) -> Result<R, Error> {
-        InPlace::read_with(self, ruby, n, make)
-    }
-}
-
 /// Where a protocol's reads come from.
 pub enum Input {
     Buffer(MemoryBuffer),
@@ -205,10 +87,9 @@ impl Input {
     #[inline(always)]
     pub fn read_array<const N: usize>(&mut self, ruby: &Ruby) -> Result<[u8; N], Error> {
         match self {
-            Input::Buffer(mb) => mb.read_array(ruby),
-            Input::Layered { buf, protocol } => {
-                InPlace::read_array(buf, rb::ivar_get(*protocol, IVAR_RBUF.get()))
-            }
+            // A memory buffer has no refill (past its end is EOFError), so no `@rbuf` to read into.
+            Input::Buffer(mb) => mb.read_array(ruby, rb::QNIL),
+            Input::Layered { buf, protocol } => buf.read_array(ruby, *protocol),
             Input::Transport { trans, protocol } => {
                 read_into_rbuf(*trans, rb::ivar_get(*protocol, IVAR_RBUF.get()))
             }
@@ -220,7 +101,7 @@ impl Input {
     pub fn read_byte(&mut self, ruby: &Ruby) -> Result<i8, Error> {
         match self {
             Input::Buffer(mb) => mb.read_byte(ruby).map(|b| b as i8),
-            Input::Layered { buf, .. } => InPlace::read_byte(buf).map(|b| b as i8),
+            Input::Layered { buf, .. } => buf.read_byte(ruby).map(|b| b as i8),
             Input::Transport { trans, .. } => {
                 let b = rb::funcall(*trans, READ_BYTE.get(), &[])?;
                 Ok(rb::num2int(b)? as i8)
@@ -234,7 +115,7 @@ impl Input {
     pub fn read_varint<R: VarintStep>(&mut self, ruby: &Ruby) -> Result<R::Output, Error> {
         match self {
             Input::Buffer(mb) => mb.read_varint::<R>(ruby),
-            Input::Layered { buf, .. } => InPlace::read_varint::<R>(buf, ruby),
+            Input::Layered { buf, .. } => buf.read_varint::<R>(ruby),
             Input::Transport { .. } => {
                 let mut reader = R::default();
                 loop {
@@ -264,7 +145,7 @@ impl Input {
         match self {
             Input::Buffer(mb) => mb.read_with(ruby, 16, uuid_text),
             Input::Layered { buf, .. } if buf.available() >= 16 => {
-                InPlace::read_with(buf, ruby, 16, uuid_text)
+                buf.read_with(ruby, 16, uuid_text)
             }
             Input::Layered { .. } | Input::Transport { .. } => {
                 let data = self.read_all(ruby, 16)?;
@@ -278,31 +159,13 @@ impl Input {
         match self {
             Input::Buffer(mb) => mb.read_with(ruby, n, rb::utf8_string),
             Input::Layered { buf, .. } if buf.available() >= n => {
-                InPlace::read_with(buf, ruby, n, rb::utf8_string)
+                buf.read_with(ruby, n, rb::utf8_string)
             }
             Input::Layered { .. } | Input::Transport { .. } => {
                 bytes::convert_to_string(self.read_all(ruby, n)?)
             }
         }
     }
-}
-
-/// `trans.read_into_buffer(rbuf, N)`, then `rbuf`'s first N bytes (`rbuf`: the protocol's `@rbuf`). As the C
-/// accelerator, the length is not re-checked: bytes a short `@rbuf` lacks read as zero.
-pub fn read_into_rbuf<const N: usize>(trans: VALUE, rbuf: VALUE) -> Result<[u8; N], Error> {
-    rb::funcall(
-        trans,
-        READ_INTO_BUFFER.get(),
-        &[rbuf, rb::integer(N as i64)],
-    )?;
-    let mut out = [0u8; N];
-    if rb::is_string(rbuf) {
-        // SAFETY: `rbuf` is a String on the caller's stack; the slice is dropped before any Ruby call.
-        let have = unsafe { rb::str_bytes(rbuf) };
-        let n = have.len().min(N);
-        out[..n].copy_from_slice(&have[..n]);
-    }
-    Ok(out)
 }
 
 /// The UUID text (lowercase, dashed, ASCII-8BIT) of 16 bytes.

@@ -8,19 +8,17 @@
 //! The state stays in the Ruby ivars `@buf` (a BINARY String) and `@index` (an Integer), because the Ruby methods
 //! that remain (`available`, `peek`, `reset_buffer`, `initialize`) read and write them.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-
 use magnus::rb_sys::{protect, AsRawValue};
 use magnus::{Error, RClass, RString, Ruby, TryConvert, Value};
 use rb_sys::VALUE;
 
-use thrift_native_core::compact::{decode_varint, VarintStep, MAX_VARINT64_BYTES};
-
+use crate::ruby::guard::{Guard, Watch};
 use crate::ruby::ivars::IvarSlot;
 use crate::ruby::names::{IVAR_BUF, IVAR_INDEX};
 use crate::ruby::{rb, registry};
 use crate::thrift::thrift;
 use crate::thrift::{bytes, errors};
+use crate::transports::buffer::{ReadBuffer, Shortfall};
 
 /// `@buf` and `@index` of exact MemoryBufferTransport instances.
 static BUF: IvarSlot = IvarSlot::new();
@@ -30,22 +28,15 @@ static INDEX: IvarSlot = IvarSlot::new();
 pub const NATIVE_METHODS: [&str; 5] =
     ["write", "read", "read_all", "read_byte", "read_into_buffer"];
 
-/// False once Ruby code has redefined (or removed) one of the native methods on MemoryBufferTransport itself:
-/// from then on the protocols call the transport's methods, as the C accelerator always does.
-static METHODS_ARE_NATIVE: AtomicBool = AtomicBool::new(true);
-
-pub fn method_changed(name: &str) {
-    if NATIVE_METHODS.contains(&name) {
-        METHODS_ARE_NATIVE.store(false, Ordering::Relaxed);
-    }
-}
+/// Tripped once Ruby code redefines (or removes) one of the native methods on MemoryBufferTransport itself: from
+/// then on the protocols call the transport's methods, as the C accelerator always does.
+static GUARD: Guard = Guard::new();
 
 /// True when `trans` is exactly a MemoryBufferTransport (no subclass, no singleton class) whose methods are ours,
 /// so that working on its buffer directly is indistinguishable from calling them.
 #[inline(always)]
 fn is_plain(trans: VALUE) -> bool {
-    rb::is_exact_instance(trans, thrift().memory_buffer)
-        && METHODS_ARE_NATIVE.load(Ordering::Relaxed)
+    rb::is_exact_instance(trans, thrift().memory_buffer) && GUARD.intact()
 }
 
 /// A plain MemoryBufferTransport's String buffer, for appending to it.
@@ -128,7 +119,7 @@ impl MemoryBuffer {
     /// Moves past `n` bytes, dropping the consumed front of the buffer once the index passes
     /// GARBAGE_BUFFER_SIZE (a shared substring, as the C accelerator does, so no bytes are copied).
     #[inline(always)]
-    fn advance(&mut self, n: usize) -> Result<(), Error> {
+    fn consume(&mut self, n: usize) -> Result<(), Error> {
         self.index += n;
         if self.index >= thrift().garbage_buffer_size && !self.frozen {
             self.buf = rb::str_subseq(self.buf, self.index, self.len - self.index);
@@ -151,53 +142,15 @@ impl MemoryBuffer {
         Ok(())
     }
 
-    /// `read_into_buffer` semantics: on a short buffer the remaining bytes are consumed (before thrift master:
-    /// nothing is), then EOFError.
-    #[inline(always)]
-    pub fn read_array<const N: usize>(&mut self, ruby: &Ruby) -> Result<[u8; N], Error> {
-        if self.available() < N {
-            if thrift().contract.memory_buffer_fixes {
-                self.index = self.len;
-                self.store_index()?;
-            }
-            return Err(errors::eof(ruby));
-        }
-        let mut out = [0u8; N];
-        out.copy_from_slice(&self.bytes()[self.index..self.index + N]);
-        self.advance(N)?;
-        Ok(out)
-    }
-
-    /// `read_byte` semantics: the unsigned byte; at the end EOFError with nothing changed.
-    #[inline(always)]
-    pub fn read_byte(&mut self, ruby: &Ruby) -> Result<u8, Error> {
-        if self.available() == 0 {
-            return Err(errors::eof(ruby));
-        }
-        let b = self.bytes()[self.index];
-        self.advance(1)?;
-        Ok(b)
-    }
-
-    /// A varint decoded straight from the buffer, consuming what reading it with `read_byte` would consume: its
-    /// bytes, the bytes up to the one that broke a limit, or all that remain before EOFError.
-    #[inline(always)]
-    pub fn read_varint<R: VarintStep>(&mut self, ruby: &Ruby) -> Result<R::Output, Error> {
-        let rest = self.bytes().get(self.index..).unwrap_or_default();
-        let (result, consumed) = decode_varint::<R>(&rest[..rest.len().min(MAX_VARINT64_BYTES)]);
-        self.advance_bytewise(consumed)?;
-        result.map_err(|e| errors::from_core(ruby, e))
-    }
-
     /// Moves past `n` bytes ending in the state that `n` calls of `read_byte` (or `read(1)`) leave: each of those
     /// compacts the buffer as soon as the index reaches GARBAGE_BUFFER_SIZE, so the bytes after the last such point
     /// count from 0. The buffer is cut once, where the last of those compactions would have cut it.
     #[inline(always)]
-    pub fn advance_bytewise(&mut self, n: usize) -> Result<(), Error> {
+    fn bytewise(&mut self, n: usize) -> Result<(), Error> {
         let size = thrift().garbage_buffer_size.max(1);
         let until_compaction = size.saturating_sub(self.index).max(1);
         if self.frozen || n < until_compaction {
-            return self.advance(n);
+            return self.consume(n);
         }
         let index = (n - until_compaction) % size;
         let cut = self.index + n - index;
@@ -208,12 +161,6 @@ impl MemoryBuffer {
         self.index = index;
         rb::ivar_set_unfrozen(self.trans, IVAR_BUF.get(), self.buf);
         self.store_index()
-    }
-
-    /// The bytes past the read position. Valid until Ruby code runs or the buffer moves on (see the struct's doc).
-    #[inline(always)]
-    pub fn unread(&self) -> &[u8] {
-        &self.bytes()[self.index..]
     }
 
     /// `read` semantics: what remains of `length` bytes, consumed into a new BINARY String, and EOFError (after
@@ -235,27 +182,62 @@ impl MemoryBuffer {
         c_int_length(n)?;
         self.read_with(ruby, n, rb::binary_string)
     }
+}
 
-    /// Consumes exactly `n` bytes, handing them to `make`, or EOFError with nothing consumed (before thrift 0.24,
-    /// whose `read_all` was BaseTransport's over the C `read`: with what remained consumed). `make` may allocate
-    /// (a String of those bytes) but must run no Ruby code: the slice points into `@buf`, which this buffer holds on
-    /// the stack meanwhile (see `rb::str_bytes`).
+/// A MemoryBufferTransport's buffer is all it holds: a read past its end is the EOFError of the transport's own
+/// method, after what that method consumes (which differs between thrift versions, [`crate::thrift::Contract`]).
+impl ReadBuffer for MemoryBuffer {
     #[inline(always)]
-    pub fn read_with<R>(
+    fn plain(trans: VALUE) -> Option<Self> {
+        MemoryBuffer::plain(trans)
+    }
+
+    /// Valid until Ruby code runs or the buffer moves on (see the struct's doc).
+    #[inline(always)]
+    fn unread(&self) -> &[u8] {
+        &self.bytes()[self.index..]
+    }
+
+    #[inline(always)]
+    fn advance(&mut self, n: usize) -> Result<(), Error> {
+        self.consume(n)
+    }
+
+    #[inline(always)]
+    fn advance_bytewise(&mut self, n: usize) -> Result<(), Error> {
+        self.bytewise(n)
+    }
+
+    /// `read_byte` at the end changes nothing; `read_into_buffer` consumes what remains (before thrift master:
+    /// nothing), without dropping the consumed front; `read_all` consumes nothing (before thrift 0.24, whose
+    /// `read_all` was BaseTransport's over the C `read`: what remained).
+    #[inline(always)]
+    fn past_end<T>(
         &mut self,
         ruby: &Ruby,
-        n: usize,
-        make: impl FnOnce(&[u8]) -> R,
-    ) -> Result<R, Error> {
-        if n > self.available() {
-            if !thrift().contract.memory_buffer_read_all {
-                self.advance(self.available())?;
+        wanted: Shortfall,
+        _refill: impl FnOnce(VALUE) -> Result<T, Error>,
+    ) -> Result<T, Error> {
+        match wanted {
+            Shortfall::Byte => {}
+            Shortfall::Array => {
+                if thrift().contract.memory_buffer_fixes {
+                    self.index = self.len;
+                    self.store_index()?;
+                }
             }
-            return Err(errors::eof(ruby));
+            Shortfall::Bytes => {
+                if !thrift().contract.memory_buffer_read_all {
+                    self.consume(self.available())?;
+                }
+            }
         }
-        let value = make(&self.bytes()[self.index..self.index + n]);
-        self.advance(n)?;
-        Ok(value)
+        Err(errors::eof(ruby))
+    }
+
+    #[inline(always)]
+    fn remaining(&self) -> Option<usize> {
+        Some(self.available())
     }
 }
 
@@ -370,13 +352,14 @@ fn read_into_buffer(ruby: &Ruby, rb_self: Value, buffer: Value, size: Value) -> 
             )
         });
     }
-    mb.advance(copied)?;
+    mb.consume(copied)?;
     Ok(copied as i64)
 }
 
 pub fn init(ruby: &Ruby) -> Result<(), Error> {
     BUF.configure(thrift().memory_buffer, IVAR_BUF.get());
     INDEX.configure(thrift().memory_buffer, IVAR_INDEX.get());
+    GUARD.watch(thrift().memory_buffer, Watch::Methods(&NATIVE_METHODS));
     // SAFETY: MemoryBufferTransport is pinned at load time.
     let class = unsafe { rb::value(thrift().memory_buffer) };
     let class = RClass::from_value(class).expect("MemoryBufferTransport is a class");

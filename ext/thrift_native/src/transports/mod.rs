@@ -7,3 +7,12 @@ pub mod header;
 pub mod io;
 pub mod layered;
 pub mod memory_buffer;
+
+use magnus::{Error, Ruby};
+
+/// Defines the transports' native methods and registers their guards.
+pub fn init(ruby: &Ruby) -> Result<(), Error> {
+    memory_buffer::init(ruby)?;
+    layered::init(ruby)?;
+    header::init(ruby)
+}

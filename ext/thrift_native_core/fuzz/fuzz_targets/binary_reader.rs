@@ -3,7 +3,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use thrift_native_core::binary::{self, Reader};
+use thrift_native_core::binary;
+use thrift_native_core::reader::Reader;
 use thrift_native_core::CoreError;
 
 fuzz_target!(|data: &[u8]| {

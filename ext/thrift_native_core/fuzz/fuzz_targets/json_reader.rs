@@ -14,7 +14,7 @@ mod schema;
 
 use libfuzzer_sys::fuzz_target;
 use schema::{unencodable, DefBytes};
-use thrift_native_core::codec::plain::{decode, decode_json, encode_to, Def, Encoding, Value};
+use thrift_native_core::plain::{decode, decode_json, encode_to, Def, Encoding, Value};
 use thrift_native_core::codec::DEFAULT_DEPTH;
 use thrift_native_core::json::{Context, JsonOut, JsonRules};
 use thrift_native_core::CoreError;

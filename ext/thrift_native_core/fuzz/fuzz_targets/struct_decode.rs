@@ -11,7 +11,7 @@ mod schema;
 
 use libfuzzer_sys::fuzz_target;
 use schema::{unencodable, DefBytes};
-use thrift_native_core::codec::plain::{decode, decode_with, encode, Encoding, Value};
+use thrift_native_core::plain::{decode, decode_with, encode, Encoding, Value};
 use thrift_native_core::codec::DEFAULT_DEPTH;
 use thrift_native_core::wire::{NegativeSizes, Rules, Varint32Rule};
 use thrift_native_core::CoreError;

@@ -157,7 +157,7 @@ pub trait Source<V: Values> {
 }
 
 /// The bytes an encoding reads, and the state its protocol object keeps beside them. Implemented over a byte slice
-/// ([`plain::SliceHost`](super::plain::SliceHost)) and, in the binding, over a transport's Ruby String.
+/// ([`plain::SliceHost`](crate::plain::SliceHost)) and, in the binding, over a transport's Ruby String.
 pub trait Host: WireInput {
     /// Exactly `n` bytes, handed to `make` and consumed; `Eof` with nothing consumed when fewer remain. `make` must
     /// not keep the slice.

@@ -1,7 +1,7 @@
 //! The wire rules, each pinned to bytes. Every expected byte string was written by pure Ruby thrift 0.14
 //! (`BinaryProtocol` and `CompactProtocol`, `Struct#write`/`Union#write` of classes with the same `FIELDS`).
 
-use super::plain::{decode, decode_with, encode, Class, Def, Encoding, Field, Type, Value};
+use crate::plain::{decode, decode_with, encode, Class, Def, Encoding, Field, Type, Value};
 use super::{reservation, FieldDef, Kind, Scalar, StructDef, TypeDesc, DEFAULT_DEPTH};
 use crate::wire::{NegativeSizes, Rules};
 use crate::{ttype, CoreError};

@@ -132,8 +132,8 @@ fn field_headers_use_deltas_up_to_15() {
     );
 }
 
-fn bytes(b: &[u8]) -> crate::binary::Reader<'_> {
-    crate::binary::Reader::new(b, 0)
+fn bytes(b: &[u8]) -> crate::reader::Reader<'_> {
+    crate::reader::Reader::new(b, 0)
 }
 
 #[test]

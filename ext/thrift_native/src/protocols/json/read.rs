@@ -10,24 +10,25 @@ use rb_sys::VALUE;
 use thrift_native_core::codec::Scalar;
 use thrift_native_core::json::JsonIn;
 
-use super::state::{contexts, JsonBytes, Reading};
-use super::{original, value};
+use super::original;
+use super::state::{contexts, Reading};
 use crate::ruby::names::IVAR_CONTEXT;
 use crate::ruby::rb;
-use crate::struct_codec::RubyBuilder;
+use crate::thrift::values::RubyBuilder;
+use crate::transports::buffer::ReadBuffer;
 use crate::transports::layered::LayeredBuffer;
 use crate::transports::memory_buffer::MemoryBuffer;
 
 /// Runs `step` over the unread bytes; when it completes, the bytes taken, the held byte and the contexts are stored
 /// (a step that opens contexts pushes them as new objects).
-fn step<T, B: JsonBytes>(
+fn step<T, B: ReadBuffer>(
     mut reading: Reading<B>,
     step: impl FnOnce(&mut JsonIn, &[u8]) -> Option<(T, usize)>,
 ) -> Result<Option<T>, Error> {
     let Some((v, n)) = step(&mut reading.json, reading.buffer.unread()) else {
         return Ok(None);
     };
-    reading.buffer.take(n)?;
+    reading.buffer.advance_bytewise(n)?;
     reading.show()?;
     Ok(Some(v))
 }
@@ -41,19 +42,19 @@ fn read_with(
     let p = protocol.as_raw();
     if let Some(reading) = Reading::<MemoryBuffer>::new(p) {
         if let Some(v) = self::step(reading, step)? {
-            return Ok(value(v));
+            return Ok(rb::returned(v));
         }
     } else if let Some(reading) = Reading::<LayeredBuffer>::new(p) {
         if let Some(v) = self::step(reading, step)? {
-            return Ok(value(v));
+            return Ok(rb::returned(v));
         }
     }
-    original(p, name, &[]).map(value)
+    original(p, name, &[]).map(rb::returned)
 }
 
 /// A header Array, as the library's methods return them (no Rust allocation on the way).
 fn array<const N: usize>(ruby: &Ruby, items: [VALUE; N]) -> VALUE {
-    ruby.ary_new_from_values(&items.map(value)).as_raw()
+    ruby.ary_new_from_values(&items.map(rb::returned)).as_raw()
 }
 
 pub fn read_message_begin(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
@@ -106,7 +107,7 @@ pub fn read_set_begin(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
 }
 
 /// The brackets read natively (`read_json_syntax_char` each), if the protocol allows and they are there.
-fn brackets<B: JsonBytes>(protocol: VALUE, brackets: &[u8]) -> Result<Option<()>, Error> {
+fn brackets<B: ReadBuffer>(protocol: VALUE, brackets: &[u8]) -> Result<Option<()>, Error> {
     match Reading::<B>::new(protocol) {
         Some(reading) => step(reading, |json, bytes| {
             json.syntax(bytes, brackets).map(|n| ((), n))
@@ -123,7 +124,7 @@ fn end(protocol: Value, name: &str, expected: &[u8]) -> Result<Value, Error> {
         None => brackets::<LayeredBuffer>(p, expected)?,
     };
     if read.is_none() {
-        return original(p, name, &[]).map(value);
+        return original(p, name, &[]).map(rb::returned);
     }
     let stack = contexts(p)?;
     for _ in expected {
@@ -131,7 +132,7 @@ fn end(protocol: Value, name: &str, expected: &[u8]) -> Result<Value, Error> {
         let popped = unsafe { rb::ary_pop(stack)? };
         rb::ivar_set(p, IVAR_CONTEXT.get(), popped)?;
     }
-    Ok(value(rb::QNIL))
+    Ok(rb::returned(rb::QNIL))
 }
 
 pub fn read_message_end(_ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {

@@ -3,29 +3,30 @@
 //! LookaheadReader) holds. The native methods and the struct codec read it into the core's `Context`s and held byte,
 //! and store it back as the Ruby methods would have left it.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-
 use magnus::rb_sys::protect;
 use magnus::Error;
 use rb_sys::VALUE;
 use thrift_native_core::json::{Context, JsonIn, JsonRules};
 
+use crate::ruby::guard::{Guard, Watch};
 use crate::ruby::names::{
     IVAR_COLON, IVAR_CONTEXT, IVAR_CONTEXTS, IVAR_DATA, IVAR_FIRST, IVAR_HAS_DATA, IVAR_READER,
     IVAR_TRANS,
 };
 use crate::ruby::rb;
 use crate::thrift::thrift;
-use crate::transports::buffer::InPlace;
-use crate::transports::layered::LayeredBuffer;
-use crate::transports::memory_buffer::MemoryBuffer;
+use crate::transports::buffer::ReadBuffer;
 
-/// False once Ruby code changes a method of JsonProtocol or of a class it relies on: struct reads and writes then
-/// call them.
-static JSON_METHODS_UNCHANGED: AtomicBool = AtomicBool::new(true);
+/// Tripped once Ruby code changes a method of JsonProtocol or of a class it relies on (its contexts, its reader,
+/// BaseProtocol's `skip`): struct reads and writes then call them.
+static GUARD: Guard = Guard::new();
 
-pub fn method_changed() {
-    JSON_METHODS_UNCHANGED.store(false, Ordering::Relaxed);
+/// Registers the classes the native methods and the struct codec's JSON paths rely on.
+pub fn watch() {
+    let j = &thrift().json;
+    for class in [j.protocol, j.top, j.pair, j.list, j.reader, j.base] {
+        GUARD.watch(class, Watch::Every);
+    }
 }
 
 /// A context object's state: exactly one of the three context classes, its flags true or false.
@@ -100,7 +101,7 @@ pub fn contexts(protocol: VALUE) -> Result<VALUE, Error> {
 pub fn protocol_context(protocol: VALUE) -> Option<(VALUE, Context)> {
     let contexts = rb::ivar_get(protocol, IVAR_CONTEXTS.get());
     let parent = rb::ivar_get(protocol, IVAR_CONTEXT.get());
-    if !JSON_METHODS_UNCHANGED.load(Ordering::Relaxed)
+    if !GUARD.intact()
         || !rb::is_exact_instance(protocol, thrift().json.protocol)
         || !rb::is_array(contexts)
         || [protocol, contexts, parent].into_iter().any(rb::is_frozen)
@@ -156,63 +157,6 @@ fn reader_state(reader: VALUE) -> Option<Option<u8>> {
     }
 }
 
-/// The bytes a JsonProtocol's reader reads, as its Ruby `read(1)` calls would take them: a plain
-/// MemoryBufferTransport's buffer (cut where those calls would cut it), or an exact FramedTransport's or
-/// BufferedTransport's read buffer (up to its end: a refill is the transport's method).
-pub trait JsonBytes: Sized {
-    fn plain(trans: VALUE) -> Option<Self>;
-    /// The bytes not yet read, until Ruby code runs or the buffer moves on.
-    fn unread(&self) -> &[u8];
-    /// Moves past `n` of them, as `n` calls of `read(1)` would.
-    fn take(&mut self, n: usize) -> Result<(), Error>;
-    /// Picks the buffer up again after Ruby code ran; false when the fast path may no longer read it.
-    fn resume(&mut self, trans: VALUE) -> bool {
-        match Self::plain(trans) {
-            Some(b) => {
-                *self = b;
-                true
-            }
-            None => false,
-        }
-    }
-}
-
-impl JsonBytes for MemoryBuffer {
-    #[inline(always)]
-    fn plain(trans: VALUE) -> Option<Self> {
-        MemoryBuffer::plain(trans)
-    }
-
-    #[inline(always)]
-    fn unread(&self) -> &[u8] {
-        MemoryBuffer::unread(self)
-    }
-
-    #[inline(always)]
-    fn take(&mut self, n: usize) -> Result<(), Error> {
-        self.advance_bytewise(n)
-    }
-}
-
-/// FramedTransport#read(1) and BufferedTransport#read(1) within the buffer only move `@index` on.
-impl JsonBytes for LayeredBuffer {
-    #[inline(always)]
-    fn plain(trans: VALUE) -> Option<Self> {
-        LayeredBuffer::plain(trans)
-    }
-
-    #[inline(always)]
-    fn unread(&self) -> &[u8] {
-        InPlace::unread(self)
-    }
-
-    #[inline(always)]
-    fn take(&mut self, n: usize) -> Result<(), Error> {
-        self.advance(n);
-        Ok(())
-    }
-}
-
 /// A native read in progress: the protocol's state as the core's reader holds it, over the bytes of its `@reader`'s
 /// transport.
 pub struct Reading<B> {
@@ -228,7 +172,9 @@ pub struct Reading<B> {
     held_before: bool,
 }
 
-impl<B: JsonBytes> Reading<B> {
+/// `B`: the reader's transport's bytes, read as its Ruby `read(1)` calls would take them
+/// ([`ReadBuffer::advance_bytewise`]), up to the buffer's end (a refill is the transport's method).
+impl<B: ReadBuffer> Reading<B> {
     /// The protocol's state, when a native read may go on from it: `protocol_context`, and an exact, unfrozen
     /// LookaheadReader over a transport whose bytes are `B`.
     pub fn new(protocol: VALUE) -> Option<Self> {

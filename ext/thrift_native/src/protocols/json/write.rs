@@ -10,8 +10,8 @@ use magnus::{Error, Ruby, Value};
 use rb_sys::VALUE;
 use thrift_native_core::json::{type_name, Context, JsonOut};
 
+use super::original;
 use super::state::{contexts, protocol_context, show_contexts};
-use super::{original, value};
 use crate::ruby::names::{IVAR_CONTEXT, IVAR_TRANS};
 use crate::ruby::rb;
 use crate::thrift::bytes;
@@ -65,11 +65,15 @@ fn with_writer(
     if let Some(mut w) = Writer::new(p) {
         if write(&mut w.out).is_some() {
             let context = w.finish()?;
-            return Ok(value(if returns_context { context } else { rb::QNIL }));
+            return Ok(rb::returned(if returns_context {
+                context
+            } else {
+                rb::QNIL
+            }));
         }
     }
     let args: Vec<VALUE> = args.iter().map(|a| a.as_raw()).collect();
-    original(p, name, &args).map(value)
+    original(p, name, &args).map(rb::returned)
 }
 
 /// An Integer the encoder writes as `Integer#to_s` does.
@@ -193,7 +197,7 @@ fn end(protocol: Value, name: &str, brackets: &[u8]) -> Result<Value, Error> {
         memory_buffer::plain_write_buffer(trans).filter(|&b| !rb::is_frozen(b))
     });
     let Some(buf) = writable else {
-        return original(p, name, &[]).map(value);
+        return original(p, name, &[]).map(rb::returned);
     };
     let stack = contexts(p)?;
     for _ in brackets {
@@ -202,7 +206,7 @@ fn end(protocol: Value, name: &str, brackets: &[u8]) -> Result<Value, Error> {
         rb::ivar_set(p, IVAR_CONTEXT.get(), popped)?;
     }
     rb::str_cat(buf, brackets)?;
-    Ok(value(rb::QNIL))
+    Ok(rb::returned(rb::QNIL))
 }
 
 pub fn write_message_end(_ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {

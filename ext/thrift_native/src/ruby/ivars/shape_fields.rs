@@ -14,7 +14,7 @@ use magnus::rb_sys::AsRawValue;
 use magnus::{RArray, Ruby};
 use rb_sys::{RObject, VALUE};
 
-use super::shapes::{flags_shape_id, LAYOUT_DIFFERS};
+use super::shape_id::{flags_shape_id, LAYOUT_DIFFERS};
 use crate::ruby::rb;
 
 const HEAP_FLAG: VALUE = rb_sys::ruby_robject_flags::ROBJECT_HEAP as VALUE;
@@ -98,7 +98,7 @@ pub fn verify_layout(ruby: &Ruby) {
             // SAFETY: `objects` is the probe's Array of three live T_OBJECTs, on this stack while they are read;
             // nothing here allocates.
             unsafe {
-                let obj = rb::ary_entry(objects, i);
+                let obj = rb::array_entry(objects, i);
                 (obj, shape_id(obj), (*(obj as *const rb_sys::RBasic)).flags)
             }
         })

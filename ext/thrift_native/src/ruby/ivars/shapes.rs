@@ -9,12 +9,13 @@
 //! their ivars elsewhere (a "too complex" object's are in a hash table): [`ivptr`] for 3.2-3.4 here,
 //! [`super::shape_fields`] for 4.0.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 
 use std::os::raw::c_int;
 
 use rb_sys::{ruby_value_type, RBasic, ID, VALUE};
 
+use super::shape_id::{flags_shape_id, LAYOUT_DIFFERS};
 use super::{IvarSlot, Place, ABSENT, UNLEARNED};
 use crate::ruby::rb;
 
@@ -24,11 +25,6 @@ pub(super) use super::shape_fields as layout;
 pub(super) use ivptr as layout;
 
 const QUNDEF: VALUE = rb_sys::special_consts::Qundef as VALUE;
-pub(super) const SHAPE_FLAG_SHIFT: u32 = 32;
-
-/// Set when libruby's shape id is not where SHAPE_FLAG_SHIFT says, or (4.0) its flag bits are not where
-/// `shape_fields` expects: from then on no slot learns anything and every access goes through rb_ivar_get.
-pub(super) static LAYOUT_DIFFERS: AtomicBool = AtomicBool::new(false);
 
 /// The layout's name, unless libruby was found to differ from it (or, on 4.0, not yet verified).
 pub(super) fn access() -> &'static str {
@@ -50,12 +46,6 @@ pub(super) fn object_flags(obj: VALUE) -> Option<VALUE> {
     }
     // SAFETY: `obj` is a live heap object (builtin_type checked it), whose header is an RBasic.
     Some(unsafe { (*(obj as *const RBasic)).flags })
-}
-
-/// The shape id in a T_OBJECT's flags.
-#[inline(always)]
-pub(super) fn flags_shape_id(flags: VALUE) -> u32 {
-    (flags >> SHAPE_FLAG_SHIFT) as u32
 }
 
 impl IvarSlot {

@@ -17,9 +17,8 @@ use std::sync::atomic::Ordering;
 use rb_sys::stable_api::{get_default, StableApiDefinition};
 use rb_sys::{RBasic, VALUE};
 
-use super::shapes::{
-    flags_shape_id, layout, object_flags, place_of, Walked, LAYOUT_DIFFERS, SHAPE_FLAG_SHIFT,
-};
+use super::shape_id::{flags_shape_id, LAYOUT_DIFFERS, SHAPE_FLAG_SHIFT};
+use super::shapes::{layout, object_flags, place_of, Walked};
 use super::{IvarStore, UNLEARNED};
 use crate::ruby::rb;
 

@@ -1,5 +1,6 @@
 //! The JSON fast path of `Struct#read` and `Union#read`: the core's `JsonIn` reads each protocol step straight from
-//! a plain MemoryBufferTransport's buffer, or an exact FramedTransport's or BufferedTransport's read buffer, taking
+//! a plain MemoryBufferTransport's buffer, or an exact FramedTransport's or BufferedTransport's read buffer (any
+//! [`ReadBuffer`] the struct codec names), taking
 //! the bytes the protocol's Ruby methods take (one `read(1)` at a time, so a memory buffer is cut where theirs would
 //! be) and keeping the byte the `@reader` would hold. A step that reaches the end of a frame or of the buffered bytes
 //! is declined (the refill is the transport's method, called by the protocol's).
@@ -16,9 +17,10 @@ use rb_sys::VALUE;
 use thrift_native_core::codec::{FieldBegin, ListBegin, MapBegin, Scalar, Sequence, Source};
 use thrift_native_core::json::JsonIn;
 
-use super::super::build::RubyBuilder;
 use super::super::dispatch::DispatchSource;
-use crate::protocols::json::state::{JsonBytes, Reading};
+use crate::protocols::json::state::Reading;
+use crate::thrift::values::RubyBuilder;
+use crate::transports::buffer::ReadBuffer;
 
 /// Reads a struct through an exact JsonProtocol from its reader's MemoryBufferTransport.
 pub struct JsonSource<B> {
@@ -29,7 +31,7 @@ pub struct JsonSource<B> {
     pending: bool,
 }
 
-impl<B: JsonBytes> JsonSource<B> {
+impl<B: ReadBuffer> JsonSource<B> {
     /// The reader of a struct read through `protocol`, when the fast path may read it.
     pub fn new(protocol: VALUE) -> Option<Self> {
         Some(JsonSource {
@@ -69,7 +71,7 @@ impl<B: JsonBytes> JsonSource<B> {
         let s = &mut self.state;
         match step(&mut s.json, s.buffer.unread()) {
             Some((v, n)) => {
-                s.buffer.take(n)?;
+                s.buffer.advance_bytewise(n)?;
                 Ok(Some(v))
             }
             None => {
@@ -106,7 +108,7 @@ macro_rules! step {
     }};
 }
 
-impl<'r, B: JsonBytes> Source<RubyBuilder<'r>> for JsonSource<B> {
+impl<'r, B: ReadBuffer> Source<RubyBuilder<'r>> for JsonSource<B> {
     #[inline(always)]
     fn native(&self) -> bool {
         self.lost.is_none() && !self.pending

@@ -6,7 +6,7 @@
 //! hand-over. A read that crosses the buffer's end calls the transport's methods (`read_byte`,
 //! `read_into_buffer`, `read_all`) exactly as the C accelerator does, which read the next frame.
 
-use magnus::Error;
+use magnus::{Error, Ruby};
 use rb_sys::VALUE;
 
 use super::{is_string_io, ivar, owns};
@@ -15,7 +15,7 @@ use crate::ruby::names::{
 };
 use crate::ruby::rb;
 use crate::thrift::bytes;
-use crate::transports::buffer::InPlace;
+use crate::transports::buffer::{ReadBuffer, Shortfall};
 
 /// `io.method`, or None if it raises.
 fn ask(io: VALUE, method: &crate::ruby::rb::StaticId) -> Option<VALUE> {
@@ -105,7 +105,8 @@ impl HeaderBuffer {
     }
 }
 
-impl InPlace for HeaderBuffer {
+/// A refill is the transport's method, which reads the next frame into a new StringIO.
+impl ReadBuffer for HeaderBuffer {
     fn plain(trans: VALUE) -> Option<Self> {
         HeaderBuffer::plain(trans)
     }
@@ -119,13 +120,19 @@ impl InPlace for HeaderBuffer {
     }
 
     #[inline(always)]
-    fn advance(&mut self, n: usize) {
+    fn advance(&mut self, n: usize) -> Result<(), Error> {
         self.pos += n;
+        Ok(())
     }
 
-    fn call<T>(&mut self, f: impl FnOnce(VALUE) -> Result<T, Error>) -> Result<T, Error> {
+    fn past_end<T>(
+        &mut self,
+        _ruby: &Ruby,
+        _wanted: Shortfall,
+        refill: impl FnOnce(VALUE) -> Result<T, Error>,
+    ) -> Result<T, Error> {
         self.commit();
-        let result = f(self.trans);
+        let result = refill(self.trans);
         match Self::plain(self.trans) {
             Some(b) => *self = b,
             None => {

@@ -7,7 +7,7 @@ use magnus::{Error, Ruby};
 use rb_sys::VALUE;
 use thrift_native_core::header::{self, client_type, FrameHeader, TRANSFORM_ZLIB};
 
-use super::{ivar, original, owns, set, string_io, transport_error, value, FLUSH_M};
+use super::{ivar, original, owns, set, string_io, transport_error, FLUSH_M};
 use crate::ruby::names::{
     DEFLATE, FLUSH, IVAR_CLIENT_TYPE, IVAR_FLAGS, IVAR_MAX_FRAME_SIZE, IVAR_PROTOCOL_ID,
     IVAR_SEQUENCE_ID, IVAR_TRANSPORT, IVAR_WRITE_BUFFER, IVAR_WRITE_HEADERS, IVAR_WRITE_TRANSFORMS,
@@ -95,29 +95,29 @@ pub fn flush(ruby: &Ruby, rb_self: magnus::Value) -> Result<magnus::Value, Error
     let io = ivar(this, &IVAR_WRITE_BUFFER);
     let state = write_state(this).filter(|_| owns(this) && super::is_string_io(io));
     let Some(state) = state else {
-        return original(FLUSH_M, this, &[]).map(value);
+        return original(FLUSH_M, this, &[]).map(rb::returned);
     };
     let payload = rb::funcall(io, STRING.get(), &[])?;
     rb::check_type(payload, rb_sys::ruby_value_type::RUBY_T_STRING)?;
     set(this, &IVAR_WRITE_BUFFER, string_io(rb::binary_string(&[]))?)?;
     if header_format(state.client_type) {
-        return flush_header_format(ruby, this, &state, payload).map(value);
+        return flush_header_format(ruby, this, &state, payload).map(rb::returned);
     }
     // SAFETY: `payload` is a String on this stack, no longer reachable from the transport; nothing below runs Ruby
     // code while the slice is in use (allocations only, until `send` has copied it).
     let bytes = unsafe { rb::str_bytes(payload) };
     if bytes.is_empty() {
-        return Ok(value(rb::QNIL));
+        return Ok(rb::returned(rb::QNIL));
     }
     match state.client_type {
         client_type::FRAMED_BINARY | client_type::FRAMED_COMPACT => {
             too_large(bytes.len() as u64, state.max_frame_size)?;
             let prefix = (bytes.len() as u32).to_be_bytes();
-            send(this, &prefix, bytes).map(value)
+            send(this, &prefix, bytes).map(rb::returned)
         }
         client_type::UNFRAMED_BINARY | client_type::UNFRAMED_COMPACT => {
             too_large(bytes.len() as u64, state.max_frame_size)?;
-            send(this, &[], bytes).map(value)
+            send(this, &[], bytes).map(rb::returned)
         }
         _ => unreachable!("header_format covers the other client types"),
     }

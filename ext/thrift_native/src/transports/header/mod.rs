@@ -8,19 +8,18 @@
 //! any Ruby transport) are read in 1 MiB `read_all` calls, so that a declared size allocates nothing ahead of the
 //! bytes received; the Ruby library asks for the whole frame in one call.
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-
 use magnus::{Error, Ruby};
 use rb_sys::VALUE;
 use thrift_native_core::header::{
     self, client_type, protocol_id, ErrorKind, FirstWord, FrameKind, HeaderError,
 };
 
+use crate::ruby::guard::{Guard, Originals, Watch};
 use crate::ruby::names::{
-    BIND_CALL, BOUNDED_INFLATE, EOF_P, INCLUDE_P, INSTANCE_METHOD, IVAR_ALLOWED_CLIENT_TYPES,
-    IVAR_CLIENT_TYPE, IVAR_FLAGS, IVAR_MAX_DECOMPRESSED_SIZE, IVAR_MAX_FRAME_SIZE,
-    IVAR_PROTOCOL_ID, IVAR_READ_BUFFER, IVAR_READ_HEADERS, IVAR_SEQUENCE_ID, IVAR_TRANSPORT,
-    IVAR_UNFRAMED_BYTES_READ, IVAR_WRITE_BUFFER, NEW, READ, WRITE,
+    BOUNDED_INFLATE, EOF_P, INCLUDE_P, IVAR_ALLOWED_CLIENT_TYPES, IVAR_CLIENT_TYPE, IVAR_FLAGS,
+    IVAR_MAX_DECOMPRESSED_SIZE, IVAR_MAX_FRAME_SIZE, IVAR_PROTOCOL_ID, IVAR_READ_BUFFER,
+    IVAR_READ_HEADERS, IVAR_SEQUENCE_ID, IVAR_TRANSPORT, IVAR_UNFRAMED_BYTES_READ,
+    IVAR_WRITE_BUFFER, NEW, READ, WRITE,
 };
 use crate::ruby::rb;
 use crate::thrift::{bytes, errors};
@@ -33,35 +32,25 @@ const WRITE_M: usize = 1;
 const FLUSH_M: usize = 2;
 const RESET_PROTOCOL_M: usize = 3;
 
-static NATIVE: AtomicBool = AtomicBool::new(true);
-static ORIGINALS: [AtomicUsize; NATIVE_METHODS.len()] =
-    [const { AtomicUsize::new(0) }; NATIVE_METHODS.len()];
+/// Tripped once Ruby code changes (or removes) any method of HeaderTransport: every native method falls back from
+/// then on.
+static GUARD: Guard = Guard::new();
+static ORIGINALS: Originals<{ NATIVE_METHODS.len() }> = Originals::new(NATIVE_METHODS);
 
 fn classes() -> Option<&'static HeaderClasses> {
     thrift().header.as_ref()
-}
-
-/// Ruby code redefined (or removed) a method of HeaderTransport: every native method falls back from now on.
-pub fn method_changed(class: VALUE, _name: &str) {
-    if classes().is_some_and(|h| h.transport == class) {
-        NATIVE.store(false, Ordering::Relaxed);
-    }
 }
 
 /// True when `this` may be handled natively: an exact, unfrozen HeaderTransport whose methods are ours.
 #[inline(always)]
 pub fn owns(this: VALUE) -> bool {
     classes().is_some_and(|h| rb::is_exact_instance(this, h.transport))
-        && NATIVE.load(Ordering::Relaxed)
+        && GUARD.intact()
         && !rb::is_frozen(this)
 }
 
 fn original(method: usize, this: VALUE, args: &[VALUE]) -> Result<VALUE, Error> {
-    let unbound = ORIGINALS[method].load(Ordering::Relaxed) as VALUE;
-    let mut call = Vec::with_capacity(args.len() + 1);
-    call.push(this);
-    call.extend_from_slice(args);
-    rb::funcall(unbound, BIND_CALL.get(), &call)
+    ORIGINALS.call(method, this, args)
 }
 
 fn ivar(this: VALUE, id: &crate::ruby::rb::StaticId) -> VALUE {
@@ -167,31 +156,21 @@ fn inner_read_all(ruby: &Ruby, this: VALUE, n: u32, message: &str) -> Result<VAL
     Ok(data)
 }
 
-static NATIVE_INFLATE: AtomicBool = AtomicBool::new(true);
-static NATIVE_DEFLATE: AtomicBool = AtomicBool::new(true);
-
-/// Ruby code defined or removed a method of `Zlib::Inflate` or `Zlib::Deflate` (or of their singleton classes, as
-/// a mock of `Zlib::Inflate.new` does): from now on that direction of the ZLIB transform calls Zlib as the library
-/// does.
-pub fn zlib_changed(class: VALUE) {
-    if let Some(h) = classes() {
-        if class == h.zlib_inflate {
-            NATIVE_INFLATE.store(false, Ordering::Relaxed);
-        } else if class == h.zlib_deflate {
-            NATIVE_DEFLATE.store(false, Ordering::Relaxed);
-        }
-    }
-}
+/// Tripped once Ruby code defines or removes a method of `Zlib::Inflate` or `Zlib::Deflate` (or of their singleton
+/// classes, as a mock of `Zlib::Inflate.new` does): from then on that direction of the ZLIB transform calls Zlib as
+/// the library does.
+static INFLATE: Guard = Guard::new();
+static DEFLATE: Guard = Guard::new();
 
 /// The ZLIB transform undone natively while Zlib::Inflate is as loaded; else through the library's own
 /// `bounded_inflate`.
 fn native_inflate() -> bool {
-    NATIVE_INFLATE.load(Ordering::Relaxed)
+    INFLATE.intact()
 }
 
 /// The ZLIB transform applied natively while Zlib::Deflate is as loaded; else `Zlib::Deflate.deflate`.
 pub(super) fn native_deflate() -> bool {
-    NATIVE_DEFLATE.load(Ordering::Relaxed)
+    DEFLATE.intact()
 }
 
 /// `set_client_type(ct)`: refused unless `@allowed_client_types.include?(ct)`.
@@ -358,7 +337,7 @@ fn read(ruby: &Ruby, rb_self: magnus::Value, sz: magnus::Value) -> Result<magnus
         .filter(|_| owns(this))
         .and_then(|n| Some((n, read_state(this)?)));
     let Some((n, state)) = state else {
-        return original(READ_M, this, &[sz]).map(value);
+        return original(READ_M, this, &[sz]).map(rb::returned);
     };
     let buffered = rb::funcall(ivar(this, &IVAR_READ_BUFFER), READ.get(), &[sz])?;
     let data = if rb::is_nil(buffered) {
@@ -368,14 +347,14 @@ fn read(ruby: &Ruby, rb_self: magnus::Value, sz: magnus::Value) -> Result<magnus
     };
     let bytes_left = n - bytesize(data)? as i64;
     if bytes_left == 0 {
-        return Ok(value(data));
+        return Ok(rb::returned(data));
     }
     let ct = rb::fixnum_value(ivar(this, &IVAR_CLIENT_TYPE));
     if matches!(
         ct,
         Some(client_type::UNFRAMED_BINARY | client_type::UNFRAMED_COMPACT)
     ) {
-        return concat(data, read_unframed(this, &state, bytes_left)?).map(value);
+        return concat(data, read_unframed(this, &state, bytes_left)?).map(rb::returned);
     }
     read_frame(ruby, this, &state, bytes_left)?;
     let more = rb::funcall(
@@ -383,7 +362,7 @@ fn read(ruby: &Ruby, rb_self: magnus::Value, sz: magnus::Value) -> Result<magnus
         READ.get(),
         &[rb::integer(bytes_left)],
     )?;
-    concat(data, if rb::is_nil(more) { empty() } else { more }).map(value)
+    concat(data, if rb::is_nil(more) { empty() } else { more }).map(rb::returned)
 }
 
 /// `reset_protocol`: reads the next frame (detecting its client type) once the read buffer is used up.
@@ -391,13 +370,13 @@ fn reset_protocol(ruby: &Ruby, rb_self: magnus::Value) -> Result<magnus::Value, 
     use magnus::rb_sys::AsRawValue;
     let this = rb_self.as_raw();
     let Some(state) = read_state(this).filter(|_| owns(this)) else {
-        return original(RESET_PROTOCOL_M, this, &[]).map(value);
+        return original(RESET_PROTOCOL_M, this, &[]).map(rb::returned);
     };
     let eof = rb::funcall(ivar(this, &IVAR_READ_BUFFER), EOF_P.get(), &[])?;
     if !rb::truthy(eof) {
-        return Ok(value(rb::QNIL));
+        return Ok(rb::returned(rb::QNIL));
     }
-    read_frame(ruby, this, &state, 0).map(value)
+    read_frame(ruby, this, &state, 0).map(rb::returned)
 }
 
 /// `write(buf)`: into the write buffer, re-tagged BINARY (`Bytes.force_binary_encoding`, in place).
@@ -406,30 +385,23 @@ fn write(_ruby: &Ruby, rb_self: magnus::Value, buf: magnus::Value) -> Result<mag
     let (this, buf) = (rb_self.as_raw(), buf.as_raw());
     let io = ivar(this, &IVAR_WRITE_BUFFER);
     if !owns(this) || !is_string_io(io) {
-        return original(WRITE_M, this, &[buf]).map(value);
+        return original(WRITE_M, this, &[buf]).map(rb::returned);
     }
     let buf = bytes::force_binary_encoding(buf)?;
-    rb::funcall(io, WRITE.get(), &[buf]).map(value)
+    rb::funcall(io, WRITE.get(), &[buf]).map(rb::returned)
 }
 
 pub mod fast;
 mod flush;
 
-fn value(v: VALUE) -> magnus::Value {
-    // SAFETY: every VALUE handed here was just made, returned by a call, or read from an ivar of the receiver.
-    unsafe { rb::value(v) }
-}
-
 pub fn init(ruby: &Ruby) -> Result<(), Error> {
     let Some(h) = classes() else {
         return Ok(());
     };
-    for (i, name) in NATIVE_METHODS.iter().enumerate() {
-        let name = magnus::rb_sys::AsRawValue::as_raw(ruby.to_symbol(name));
-        let unbound = rb::funcall(h.transport, INSTANCE_METHOD.get(), &[name])?;
-        rb::pin_forever(unbound);
-        ORIGINALS[i].store(unbound as usize, Ordering::Relaxed);
-    }
+    ORIGINALS.keep(ruby, h.transport, false)?;
+    GUARD.watch(h.transport, Watch::Every);
+    INFLATE.watch(h.zlib_inflate, Watch::EveryWithSingleton);
+    DEFLATE.watch(h.zlib_deflate, Watch::EveryWithSingleton);
     // SAFETY: HeaderTransport is pinned at load time.
     let class = magnus::RClass::from_value(unsafe { rb::value(h.transport) }).expect("a class");
     use crate::ruby::registry::define_method;

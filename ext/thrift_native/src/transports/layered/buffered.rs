@@ -17,11 +17,6 @@ fn buffered() -> &'static Class {
     &super::BUFFERED
 }
 
-fn value(v: VALUE) -> Value {
-    // SAFETY: every VALUE handed here was just made or read from an ivar of the receiver, on this stack.
-    unsafe { rb::value(v) }
-}
-
 /// `@rbuf = @transport.read(want)`: natively from a plain MemoryBufferTransport (whose `read` raises EOFError, after
 /// consuming what is left, when fewer bytes remain); from any other transport through its `read`, asking for at most
 /// 1 MiB (a transport's `read` may always answer fewer bytes), so that a huge `read` allocates nothing ahead.
@@ -61,19 +56,19 @@ fn read(ruby: &Ruby, rb_self: Value, sz: Value) -> Result<Value, Error> {
     let (this, c) = (rb_self.as_raw(), buffered());
     let n = rb::fixnum_value(sz.as_raw()).and_then(|n| usize::try_from(n).ok());
     let (Some(n), true) = (n, c.owns(this)) else {
-        return c.original(READ, this, &[sz.as_raw()]).map(value);
+        return c.original(READ, this, &[sz.as_raw()]).map(rb::returned);
     };
     let Some(b) = LayeredBuffer::load(c, this) else {
-        return c.original(READ, this, &[sz.as_raw()]).map(value);
+        return c.original(READ, this, &[sz.as_raw()]).map(rb::returned);
     };
     let start = b.index;
     c.store_index(this, start + n);
     if n > 0 && start < b.len {
-        return slice(b.rbuf, start, n).map(value);
+        return slice(b.rbuf, start, n).map(rb::returned);
     }
     fill(ruby, c, this, n.max(thrift().buffered_default))?;
     c.store_index(this, n);
-    slice(c.rbuf.get(this), 0, n).map(value)
+    slice(c.rbuf.get(this), 0, n).map(rb::returned)
 }
 
 fn read_byte(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
@@ -84,7 +79,7 @@ fn read_byte(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
         None
     };
     let Some(b) = b else {
-        return c.original(READ_BYTE_M, this, &[]).map(value);
+        return c.original(READ_BYTE_M, this, &[]).map(rb::returned);
     };
     let mut index = b.index;
     if index >= b.len {
@@ -96,9 +91,11 @@ fn read_byte(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
     if is_byte_buffer(rbuf) {
         // SAFETY: `rbuf` is a String; the byte is copied out at once.
         let byte = unsafe { rb::str_bytes(rbuf) }.get(index).copied();
-        return Ok(value(byte.map_or(rb::QNIL, |b| rb::integer(b.into()))));
+        return Ok(rb::returned(
+            byte.map_or(rb::QNIL, |b| rb::integer(b.into())),
+        ));
     }
-    rb::funcall(rbuf, GETBYTE.get(), &[rb::integer(index as i64)]).map(value)
+    rb::funcall(rbuf, GETBYTE.get(), &[rb::integer(index as i64)]).map(rb::returned)
 }
 
 /// `write(buf)`: `@wbuf << Bytes.force_binary_encoding(buf)` (re-tagging `buf` in place); returns `@wbuf`.
@@ -106,14 +103,14 @@ fn write(_ruby: &Ruby, rb_self: Value, buf: Value) -> Result<Value, Error> {
     let (this, c) = (rb_self.as_raw(), buffered());
     let wbuf = c.wbuf.get(this);
     if !c.owns(this) || !is_byte_buffer(wbuf) {
-        return c.original(WRITE_M, this, &[buf.as_raw()]).map(value);
+        return c.original(WRITE_M, this, &[buf.as_raw()]).map(rb::returned);
     }
     let buf = bytes::force_binary_encoding(buf.as_raw())?;
     if !rb::is_string(buf) {
-        return c.original(WRITE_M, this, &[buf]).map(value);
+        return c.original(WRITE_M, this, &[buf]).map(rb::returned);
     }
     rb::str_cat_str(wbuf, buf)?;
-    Ok(value(wbuf))
+    Ok(rb::returned(wbuf))
 }
 
 /// `flush`: `@transport.write(@wbuf)` and a new `@wbuf` unless it is empty, then `@transport.flush`.
@@ -121,7 +118,7 @@ fn flush(_ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
     let (this, c) = (rb_self.as_raw(), buffered());
     let wbuf = c.wbuf.get(this);
     if !c.owns(this) || !is_byte_buffer(wbuf) {
-        return c.original(FLUSH_M, this, &[]).map(value);
+        return c.original(FLUSH_M, this, &[]).map(rb::returned);
     }
     let inner = c.inner(this);
     // SAFETY: `wbuf` is a String.
@@ -133,11 +130,13 @@ fn flush(_ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
         }
         c.set_wbuf(this, rb::binary_string(&[]))?;
     }
-    rb::funcall(inner, FLUSH.get(), &[]).map(value)
+    rb::funcall(inner, FLUSH.get(), &[]).map(rb::returned)
 }
 
 pub(super) fn init(ruby: &Ruby, c: &'static Class) -> Result<(), Error> {
-    let class = RClass::from_value(value(c.class())).expect("BufferedTransport is a class");
+    // SAFETY: the class is pinned at load time.
+    let class =
+        RClass::from_value(unsafe { rb::value(c.class()) }).expect("BufferedTransport is a class");
     registry::define_method(ruby, class, "read", magnus::method!(read, 1))?;
     registry::define_method(ruby, class, "read_byte", magnus::method!(read_byte, 0))?;
     super::define_shared(ruby, class, c)?;

@@ -11,6 +11,7 @@ use super::{
 use crate::ruby::names::{FLUSH, GETBYTE, READ as READ_NAME, READ_ALL, READ_BYTE, UNPACK1, WRITE};
 use crate::ruby::{rb, registry};
 use crate::thrift::bytes;
+use crate::transports::buffer::ReadBuffer;
 use crate::transports::memory_buffer::MemoryBuffer;
 
 fn framed() -> &'static Class {
@@ -67,26 +68,21 @@ pub(super) fn slice(rbuf: VALUE, start: usize, n: usize) -> Result<VALUE, Error>
     })
 }
 
-fn value(v: VALUE) -> Value {
-    // SAFETY: every VALUE handed here was just made or read from an ivar of the receiver, on this stack.
-    unsafe { rb::value(v) }
-}
-
 /// `read(sz)`: the rest of the current frame up to `sz` bytes (a new frame first when it is used up).
 fn read(ruby: &Ruby, rb_self: Value, sz: Value) -> Result<Value, Error> {
     let (this, c) = (rb_self.as_raw(), framed());
     let n = match rb::fixnum_value(sz.as_raw()) {
         Some(n) if c.owns(this) => n,
-        _ => return c.original(READ, this, &[sz.as_raw()]).map(value),
+        _ => return c.original(READ, this, &[sz.as_raw()]).map(rb::returned),
     };
     if !rb::truthy(c.read.get(this)) {
-        return rb::funcall(c.inner(this), READ_NAME.get(), &[sz.as_raw()]).map(value);
+        return rb::funcall(c.inner(this), READ_NAME.get(), &[sz.as_raw()]).map(rb::returned);
     }
     if n <= 0 {
-        return Ok(value(rb::binary_string(&[])));
+        return Ok(rb::returned(rb::binary_string(&[])));
     }
     let Some(b) = LayeredBuffer::load(c, this) else {
-        return c.original(READ, this, &[sz.as_raw()]).map(value);
+        return c.original(READ, this, &[sz.as_raw()]).map(rb::returned);
     };
     let mut index = b.index;
     if index >= b.len {
@@ -95,19 +91,19 @@ fn read(ruby: &Ruby, rb_self: Value, sz: Value) -> Result<Value, Error> {
     }
     let n = n as usize;
     c.store_index(this, index + n);
-    slice(c.rbuf.get(this), index, n).map(value)
+    slice(c.rbuf.get(this), index, n).map(rb::returned)
 }
 
 fn read_byte(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
     let (this, c) = (rb_self.as_raw(), framed());
     if !c.owns(this) {
-        return c.original(READ_BYTE_M, this, &[]).map(value);
+        return c.original(READ_BYTE_M, this, &[]).map(rb::returned);
     }
     if !rb::truthy(c.read.get(this)) {
-        return rb::funcall(c.inner(this), READ_BYTE.get(), &[]).map(value);
+        return rb::funcall(c.inner(this), READ_BYTE.get(), &[]).map(rb::returned);
     }
     let Some(b) = LayeredBuffer::load(c, this) else {
-        return c.original(READ_BYTE_M, this, &[]).map(value);
+        return c.original(READ_BYTE_M, this, &[]).map(rb::returned);
     };
     let mut index = b.index;
     if index >= b.len {
@@ -115,7 +111,7 @@ fn read_byte(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
         index = 0;
     }
     c.store_index(this, index + 1);
-    getbyte(c.rbuf.get(this), index).map(value)
+    getbyte(c.rbuf.get(this), index).map(rb::returned)
 }
 
 /// `write(buf, sz = nil)`: `buf` re-tagged BINARY in place, then its first `sz` bytes (all of it) appended to
@@ -126,15 +122,15 @@ fn write(_ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<Value, Error> {
     let sz = raw.get(1).copied().unwrap_or(rb::QNIL);
     let plain_sz = rb::truthy(sz).then(|| rb::fixnum_value(sz));
     if !c.owns(this) || args.is_empty() || args.len() > 2 || plain_sz == Some(None) {
-        return c.original(WRITE_M, this, &raw).map(value);
+        return c.original(WRITE_M, this, &raw).map(rb::returned);
     }
     if !rb::truthy(c.write.get(this)) {
-        return rb::funcall(c.inner(this), WRITE.get(), &raw[..1]).map(value);
+        return rb::funcall(c.inner(this), WRITE.get(), &raw[..1]).map(rb::returned);
     }
     let buf = bytes::force_binary_encoding(raw[0])?;
     let wbuf = c.wbuf.get(this);
     if !is_byte_buffer(wbuf) || !rb::is_string(buf) {
-        return c.original(WRITE_M, this, &raw).map(value);
+        return c.original(WRITE_M, this, &raw).map(rb::returned);
     }
     // SAFETY: `buf` is a String.
     let len = unsafe { rb::str_len(buf) };
@@ -145,22 +141,22 @@ fn write(_ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<Value, Error> {
         Some(sz) => len.saturating_sub(sz.unsigned_abs() as usize),
     };
     rb::str_cat_prefix(wbuf, buf, n)?;
-    Ok(value(wbuf))
+    Ok(rb::returned(wbuf))
 }
 
 /// `flush`: the frame (size and `@wbuf`) in one `@transport.write`, then `@transport.flush`, then a new `@wbuf`.
 fn flush(_ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
     let (this, c) = (rb_self.as_raw(), framed());
     if !c.owns(this) {
-        return c.original(FLUSH_M, this, &[]).map(value);
+        return c.original(FLUSH_M, this, &[]).map(rb::returned);
     }
     let inner = c.inner(this);
     if !rb::truthy(c.write.get(this)) {
-        return rb::funcall(inner, FLUSH.get(), &[]).map(value);
+        return rb::funcall(inner, FLUSH.get(), &[]).map(rb::returned);
     }
     let wbuf = c.wbuf.get(this);
     if !is_byte_buffer(wbuf) {
-        return c.original(FLUSH_M, this, &[]).map(value);
+        return c.original(FLUSH_M, this, &[]).map(rb::returned);
     }
     // SAFETY: `wbuf` is a String on this stack; the bytes are copied before anything else happens.
     let payload = unsafe { rb::str_bytes(wbuf) };
@@ -181,11 +177,13 @@ fn flush(_ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
     rb::funcall(inner, FLUSH.get(), &[])?;
     let fresh = rb::binary_string(&[]);
     c.set_wbuf(this, fresh)?;
-    Ok(value(fresh))
+    Ok(rb::returned(fresh))
 }
 
 pub(super) fn init(ruby: &Ruby, c: &'static Class) -> Result<(), Error> {
-    let class = RClass::from_value(value(c.class())).expect("FramedTransport is a class");
+    // SAFETY: the class is pinned at load time.
+    let class =
+        RClass::from_value(unsafe { rb::value(c.class()) }).expect("FramedTransport is a class");
     registry::define_method(ruby, class, "read", magnus::method!(read, 1))?;
     registry::define_method(ruby, class, "read_byte", magnus::method!(read_byte, 0))?;
     super::define_shared(ruby, class, c)?;

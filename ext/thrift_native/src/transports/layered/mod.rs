@@ -14,20 +14,20 @@
 mod buffered;
 mod framed;
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use magnus::{Error, Ruby};
 use rb_sys::VALUE;
 
+use crate::ruby::guard::{Guard, Originals, Watch};
 use crate::ruby::ivars::IvarSlot;
 use crate::ruby::names::{
-    BIND_CALL, INSTANCE_METHOD, IVAR_INDEX, IVAR_RBUF, IVAR_READ, IVAR_TRANSPORT, IVAR_WBUF,
-    IVAR_WRITE, READ_ALL,
+    IVAR_INDEX, IVAR_RBUF, IVAR_READ, IVAR_TRANSPORT, IVAR_WBUF, IVAR_WRITE, READ_ALL,
 };
 use crate::ruby::rb;
 use crate::thrift::bytes;
 use crate::thrift::thrift;
-use crate::transports::buffer::InPlace;
+use crate::transports::buffer::{ReadBuffer, Shortfall};
 
 /// The methods defined natively on both classes, in the order of [`Class::originals`].
 pub const NATIVE_METHODS: [&str; 6] = [
@@ -44,6 +44,17 @@ const READ_INTO_BUFFER_M: usize = 2;
 const READ_ALL_M: usize = 3;
 const WRITE_M: usize = 4;
 const FLUSH_M: usize = 5;
+/// The methods whose change sends a class back to the Ruby library's: ours, and FramedTransport's private
+/// `read_frame`, which the native methods do the work of.
+const WATCHED: [&str; 7] = [
+    "read",
+    "read_byte",
+    "read_into_buffer",
+    "read_all",
+    "write",
+    "flush",
+    "read_frame",
+];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Layer {
@@ -55,7 +66,7 @@ pub enum Layer {
 pub struct Class {
     layer: Layer,
     class: AtomicUsize,
-    native: AtomicBool,
+    guard: Guard,
     transport: IvarSlot,
     rbuf: IvarSlot,
     wbuf: IvarSlot,
@@ -63,8 +74,8 @@ pub struct Class {
     /// FramedTransport's `@read` and `@write` flags.
     read: IvarSlot,
     write: IvarSlot,
-    /// The Ruby library's methods (`instance_method` before ours were defined), pinned.
-    originals: [AtomicUsize; NATIVE_METHODS.len()],
+    /// The Ruby library's methods `NATIVE_METHODS`, before ours were defined.
+    originals: Originals<{ NATIVE_METHODS.len() }>,
 }
 
 impl Class {
@@ -72,14 +83,14 @@ impl Class {
         Class {
             layer,
             class: AtomicUsize::new(0),
-            native: AtomicBool::new(true),
+            guard: Guard::new(),
             transport: IvarSlot::new(),
             rbuf: IvarSlot::new(),
             wbuf: IvarSlot::new(),
             index: IvarSlot::new(),
             read: IvarSlot::new(),
             write: IvarSlot::new(),
-            originals: [const { AtomicUsize::new(0) }; NATIVE_METHODS.len()],
+            originals: Originals::new(NATIVE_METHODS),
         }
     }
 
@@ -90,18 +101,12 @@ impl Class {
     /// True when `this` may be handled natively: an exact, unfrozen instance of a class whose methods are ours.
     #[inline(always)]
     fn owns(&self, this: VALUE) -> bool {
-        rb::is_exact_instance(this, self.class())
-            && self.native.load(Ordering::Relaxed)
-            && !rb::is_frozen(this)
+        rb::is_exact_instance(this, self.class()) && self.guard.intact() && !rb::is_frozen(this)
     }
 
     /// The Ruby library's own method `NATIVE_METHODS[method]`, called on `this`.
     fn original(&self, method: usize, this: VALUE, args: &[VALUE]) -> Result<VALUE, Error> {
-        let unbound = self.originals[method].load(Ordering::Relaxed) as VALUE;
-        let mut call = Vec::with_capacity(args.len() + 1);
-        call.push(this);
-        call.extend_from_slice(args);
-        rb::funcall(unbound, BIND_CALL.get(), &call)
+        self.originals.call(method, this, args)
     }
 
     fn inner(&self, this: VALUE) -> VALUE {
@@ -115,26 +120,12 @@ impl Class {
             .set_immediate_unfrozen(this, rb::integer(n as i64));
     }
 
-    fn set_ivar(
-        &self,
-        this: VALUE,
-        slot: &IvarSlot,
-        id: rb_sys::ID,
-        v: VALUE,
-    ) -> Result<(), Error> {
-        if rb::is_special_const(v) {
-            slot.set_immediate_unfrozen(this, v);
-            return Ok(());
-        }
-        rb::ivar_set(this, id, v)
-    }
-
     fn set_rbuf(&self, this: VALUE, v: VALUE) -> Result<(), Error> {
-        self.set_ivar(this, &self.rbuf, IVAR_RBUF.get(), v)
+        self.rbuf.set(this, v)
     }
 
     fn set_wbuf(&self, this: VALUE, v: VALUE) -> Result<(), Error> {
-        self.set_ivar(this, &self.wbuf, IVAR_WBUF.get(), v)
+        self.wbuf.set(this, v)
     }
 }
 
@@ -151,17 +142,6 @@ fn class_of(this: VALUE) -> Option<&'static Class> {
         Some(&BUFFERED)
     } else {
         None
-    }
-}
-
-/// Ruby code redefined (or removed) a method of `class`: its methods fall back to the Ruby library's from now on.
-/// FramedTransport's private `read_frame` counts, as the native methods do what it does.
-pub fn method_changed(class: VALUE, name: &str) {
-    super::header::method_changed(class, name);
-    for c in [&FRAMED, &BUFFERED] {
-        if c.class() == class && (NATIVE_METHODS.contains(&name) || name == "read_frame") {
-            c.native.store(false, Ordering::Relaxed);
-        }
     }
 }
 
@@ -230,7 +210,9 @@ impl LayeredBuffer {
         if n <= self.available() {
             return self.read_with(ruby, n, rb::binary_string);
         }
-        self.call(|trans| rb::funcall(trans, READ_ALL.get(), &[rb::integer(n as i64)]))
+        self.past_end(ruby, Shortfall::Bytes, |trans| {
+            rb::funcall(trans, READ_ALL.get(), &[rb::integer(n as i64)])
+        })
     }
 
     /// After Ruby code ran: the transport's state as it left it. If it is no longer plain (a refill put something
@@ -246,7 +228,9 @@ impl LayeredBuffer {
     }
 }
 
-impl InPlace for LayeredBuffer {
+/// A refill is the transport's method (FramedTransport#read_frame or BufferedTransport's read beneath, through
+/// `read_byte`, `read_into_buffer`, `read_all`).
+impl ReadBuffer for LayeredBuffer {
     #[inline(always)]
     fn plain(trans: VALUE) -> Option<Self> {
         LayeredBuffer::plain(trans)
@@ -260,15 +244,21 @@ impl InPlace for LayeredBuffer {
         &all[self.index.min(self.len)..]
     }
 
+    /// `@index` is stored at once, so there is never a position to hand over.
     #[inline(always)]
-    fn advance(&mut self, n: usize) {
+    fn advance(&mut self, n: usize) -> Result<(), Error> {
         self.index += n;
         self.class.store_index(self.trans, self.index);
+        Ok(())
     }
 
-    /// `@index` is always stored, so there is nothing to hand over.
-    fn call<T>(&mut self, f: impl FnOnce(VALUE) -> Result<T, Error>) -> Result<T, Error> {
-        let result = f(self.trans);
+    fn past_end<T>(
+        &mut self,
+        _ruby: &Ruby,
+        _wanted: Shortfall,
+        refill: impl FnOnce(VALUE) -> Result<T, Error>,
+    ) -> Result<T, Error> {
+        let result = refill(self.trans);
         self.reload();
         result
     }
@@ -330,16 +320,11 @@ pub fn init(ruby: &Ruby) -> Result<(), Error> {
         class.index.configure(value, IVAR_INDEX.get());
         class.read.configure(value, IVAR_READ.get());
         class.write.configure(value, IVAR_WRITE.get());
-        for (i, name) in NATIVE_METHODS.iter().enumerate() {
-            let name = magnus::rb_sys::AsRawValue::as_raw(ruby.to_symbol(name));
-            let unbound = rb::funcall(value, INSTANCE_METHOD.get(), &[name])?;
-            rb::pin_forever(unbound);
-            class.originals[i].store(unbound as usize, Ordering::Relaxed);
-        }
+        class.originals.keep(ruby, value, false)?;
+        class.guard.watch(value, Watch::Methods(&WATCHED));
     }
     framed::init(ruby, &FRAMED)?;
-    buffered::init(ruby, &BUFFERED)?;
-    super::header::init(ruby)
+    buffered::init(ruby, &BUFFERED)
 }
 
 impl Class {
@@ -365,11 +350,6 @@ fn class_for<const IS_FRAMED: bool>() -> &'static Class {
     }
 }
 
-fn value(v: VALUE) -> magnus::Value {
-    // SAFETY: every VALUE handed here was just made or read from an ivar of the receiver, on this stack.
-    unsafe { rb::value(v) }
-}
-
 /// `read_into_buffer(buffer, size)`: `size` bytes into `buffer` from index 0, across refills.
 fn read_into_buffer_method<const IS_FRAMED: bool>(
     ruby: &Ruby,
@@ -381,9 +361,11 @@ fn read_into_buffer_method<const IS_FRAMED: bool>(
     let (this, c) = (rb_self.as_raw(), class_for::<IS_FRAMED>());
     let args = [buffer.as_raw(), size.as_raw()];
     if !c.owns(this) {
-        return c.original(READ_INTO_BUFFER_M, this, &args).map(value);
+        return c
+            .original(READ_INTO_BUFFER_M, this, &args)
+            .map(rb::returned);
     }
-    read_into_buffer(ruby, c, this, &args, c.refill()).map(value)
+    read_into_buffer(ruby, c, this, &args, c.refill()).map(rb::returned)
 }
 
 /// `read_all(size)` (BaseTransport's): from the buffer natively; across a refill, BaseTransport's own method.
@@ -396,10 +378,11 @@ fn read_all_method<const IS_FRAMED: bool>(
     let (this, c) = (rb_self.as_raw(), class_for::<IS_FRAMED>());
     if c.owns(this) && c.reading(this) {
         if let Some(v) = read_all_in_buffer(c, this, size.as_raw()) {
-            return Ok(value(v));
+            return Ok(rb::returned(v));
         }
     }
-    c.original(READ_ALL_M, this, &[size.as_raw()]).map(value)
+    c.original(READ_ALL_M, this, &[size.as_raw()])
+        .map(rb::returned)
 }
 
 /// Defines the methods both classes share.
@@ -523,6 +506,6 @@ fn read_all_in_buffer(c: &'static Class, this: VALUE, size: VALUE) -> Option<VAL
         return None;
     }
     let s = rb::binary_string(&b.unread()[..n]);
-    b.advance(n);
+    b.advance(n).ok()?;
     Some(s)
 }

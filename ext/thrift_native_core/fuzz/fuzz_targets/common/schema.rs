@@ -1,7 +1,7 @@
 //! What the struct fuzz targets share: a struct definition drawn from the input's bytes, and why a decoded value may
 //! not encode.
 
-use thrift_native_core::codec::plain::{Class, Def, Field, Type, Value};
+use thrift_native_core::plain::{Class, Def, Field, Type, Value};
 use thrift_native_core::codec::{FieldDef, Kind, Scalar, StructDef, TypeDesc};
 use thrift_native_core::{ttype, CoreError};
 

@@ -2,7 +2,7 @@
 //! research for this reader): values, bytes taken and the byte held, and the cases left to the Ruby methods.
 
 use super::*;
-use crate::codec::plain::{decode_json, encode_to, Class, Def, PlainBuilder, Type, Value};
+use crate::plain::{decode_json, encode_to, Class, Def, PlainBuilder, Type, Value};
 use crate::codec::tests::{s_def, s_value};
 use crate::codec::{Kind, TypeDesc};
 use crate::json::tests::{def, scalar};

@@ -3,17 +3,19 @@
 
 use std::marker::PhantomData;
 
-use super::binary::{BinaryIn, BinaryOut};
-use super::compact::{CompactIn, CompactOut};
-use super::read::{read_struct, Build, Container, Host, Ran, Values};
-use super::write::{write_struct, write_union, Encoder, Inspect};
-use super::{FieldDef, Primitive, Scalar, StructDef, TypeDesc, DEFAULT_DEPTH};
-use crate::binary::Reader;
-use crate::compact::VarintStep;
+use crate::codec::binary::{BinaryIn, BinaryOut};
+use crate::codec::compact::{CompactIn, CompactOut};
+use crate::codec::{
+    check_depth, read_struct, write_struct, write_union, Build, Container, Encoder, FieldDef, Host, Inspect,
+    Primitive, Ran, Scalar, StructDef, TypeDesc, Values, DEFAULT_DEPTH,
+};
+use crate::json::{Context, JsonIn, JsonRules, JsonSlice};
+use crate::reader::Reader;
+use crate::wire::VarintStep;
 use crate::wire::{Rules, WireInput};
 use crate::CoreError;
 
-/// A struct or union type, as a [`Kind::Struct`](super::Kind::Struct) names it.
+/// A struct or union type, as a [`Kind::Struct`](crate::codec::Kind::Struct) names it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Class(pub Box<Def>);
 
@@ -108,7 +110,7 @@ pub fn decode_with<'d>(
     depth: i64,
     rules: Rules,
 ) -> Result<(Value<'d>, usize), CoreError> {
-    let depth = super::check_depth(depth)?;
+    let depth = check_depth(depth)?;
     let host = SliceHost::new(bytes);
     let target = (def, vec![None; def.fields().len()]);
     let mut b = PlainBuilder::default();
@@ -132,11 +134,11 @@ pub fn decode_json<'d>(
     bytes: &[u8],
     def: &'d Def,
     depth: i64,
-    rules: crate::json::JsonRules,
+    rules: JsonRules,
 ) -> Result<(Value<'d>, usize), CoreError> {
-    let depth = super::check_depth(depth)?;
-    let json = crate::json::JsonIn::new(crate::json::Context::Top, None, rules);
-    let mut src = crate::json::JsonSlice::new(bytes, json);
+    let depth = check_depth(depth)?;
+    let json = JsonIn::new(Context::Top, None, rules);
+    let mut src = JsonSlice::new(bytes, json);
     let target = (def, vec![None; def.fields().len()]);
     let v = read_struct(&mut src, &mut PlainBuilder::default(), target, def, depth)?;
     Ok((v, src.position()))
