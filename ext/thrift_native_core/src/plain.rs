@@ -6,8 +6,8 @@ use std::marker::PhantomData;
 use crate::codec::binary::{BinaryIn, BinaryOut};
 use crate::codec::compact::{CompactIn, CompactOut};
 use crate::codec::{
-    check_depth, read_struct, write_struct, write_union, Build, Container, Encoder, FieldDef, Host, Inspect,
-    Primitive, Ran, Scalar, StructDef, TypeDesc, Values, DEFAULT_DEPTH,
+    check_depth, read_struct, write_struct, write_union, Build, Container, Encoder, FieldDef, Host,
+    Inspect, Primitive, Ran, Scalar, StructDef, TypeDesc, Values, DEFAULT_DEPTH,
 };
 use crate::json::{Context, JsonIn, JsonRules, JsonSlice};
 use crate::reader::Reader;

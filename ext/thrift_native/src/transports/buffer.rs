@@ -17,6 +17,54 @@ use crate::ruby::names::{IVAR_RBUF, READ_ALL, READ_BYTE, READ_INTO_BUFFER};
 use crate::ruby::rb;
 use crate::thrift::errors;
 
+/// A String's bytes as a buffer holds them between two calls into Ruby: their address and length, read once.
+///
+/// Valid while the String is held on the stack (which the GC scans: the String and its bytes stay where they are,
+/// see `rb::str_bytes`) and no Ruby code runs (which could change them): the buffers read them again after any.
+#[derive(Clone, Copy)]
+pub struct HeldBytes {
+    ptr: *const u8,
+    len: usize,
+}
+
+impl HeldBytes {
+    /// No bytes: a buffer that may no longer be read in place.
+    pub const EMPTY: HeldBytes = HeldBytes {
+        ptr: std::ptr::NonNull::<u8>::dangling().as_ptr(),
+        len: 0,
+    };
+
+    /// # Safety
+    /// `string` must be a String the caller holds on its stack for as long as it uses these bytes.
+    #[inline(always)]
+    pub unsafe fn of(string: VALUE) -> Self {
+        // SAFETY: `string` is a String (the caller's promise).
+        let b = unsafe { rb::str_bytes(string) };
+        HeldBytes {
+            ptr: b.as_ptr(),
+            len: b.len(),
+        }
+    }
+
+    #[inline(always)]
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    #[inline(always)]
+    pub fn all(&self) -> &[u8] {
+        // SAFETY: `ptr` and `len` are a held String's bytes, read since Ruby code last ran (the type's rule); callers
+        // drop the slice before the next call into Ruby.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
+    }
+
+    /// The bytes from `pos` (none when `pos` lies past the end).
+    #[inline(always)]
+    pub fn from(&self, pos: usize) -> &[u8] {
+        &self.all()[pos.min(self.len)..]
+    }
+}
+
 /// What a read that crosses a buffer's end wanted, for a buffer whose transport answers each differently.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Shortfall {

@@ -18,7 +18,7 @@ use crate::ruby::names::{IVAR_BUF, IVAR_INDEX};
 use crate::ruby::{rb, registry};
 use crate::thrift::thrift;
 use crate::thrift::{bytes, errors};
-use crate::transports::buffer::{ReadBuffer, Shortfall};
+use crate::transports::buffer::{HeldBytes, ReadBuffer, Shortfall};
 
 /// `@buf` and `@index` of exact MemoryBufferTransport instances.
 static BUF: IvarSlot = IvarSlot::new();
@@ -52,14 +52,13 @@ pub fn plain_write_buffer(trans: VALUE) -> Option<VALUE> {
 /// A reading position in a MemoryBufferTransport: `@buf` and `@index`, read once, written back on each consume.
 ///
 /// Valid until Ruby code runs: then the caller picks the transport's state up again (`plain`). Until then nothing
-/// changes `@buf`'s bytes, and `buf`, held here on the stack, keeps them where `ptr` points (see `rb::str_bytes`).
+/// changes `@buf`'s bytes, and `buf`, held here on the stack, keeps them where `bytes` says (see [`HeldBytes`]).
 pub struct MemoryBuffer {
     trans: VALUE,
     buf: VALUE,
     /// `buf`'s bytes, looked up once per String instead of once per read.
-    ptr: *const u8,
+    bytes: HeldBytes,
     index: usize,
-    len: usize,
     /// A frozen transport raises FrozenError when consuming, as `rb_ivar_set` does in the C accelerator.
     frozen: bool,
 }
@@ -93,27 +92,27 @@ impl MemoryBuffer {
 
     fn at(trans: VALUE, buf: VALUE, index: usize) -> Self {
         // SAFETY: `buf` is a String, held by this buffer on the stack.
-        let bytes = unsafe { rb::str_bytes(buf) };
+        let bytes = unsafe { HeldBytes::of(buf) };
         MemoryBuffer {
             trans,
             buf,
-            ptr: bytes.as_ptr(),
+            bytes,
             index: index.min(bytes.len()),
-            len: bytes.len(),
             frozen: false,
         }
     }
 
     #[inline(always)]
     pub fn available(&self) -> usize {
-        self.len - self.index
+        self.bytes.len() - self.index
     }
 
+    /// Holds `buf` (a new String) instead of the one before.
     #[inline(always)]
-    fn bytes(&self) -> &[u8] {
-        // SAFETY: `ptr` and `len` are `buf`'s bytes (see the struct's doc); every caller drops the slice before
-        // calling into Ruby.
-        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
+    fn hold(&mut self, buf: VALUE) {
+        self.buf = buf;
+        // SAFETY: `buf` is a String, held here from now on.
+        self.bytes = unsafe { HeldBytes::of(buf) };
     }
 
     /// Moves past `n` bytes, dropping the consumed front of the buffer once the index passes
@@ -122,10 +121,7 @@ impl MemoryBuffer {
     fn consume(&mut self, n: usize) -> Result<(), Error> {
         self.index += n;
         if self.index >= thrift().garbage_buffer_size && !self.frozen {
-            self.buf = rb::str_subseq(self.buf, self.index, self.len - self.index);
-            // SAFETY: the new String, held here from now on.
-            self.ptr = unsafe { rb::str_bytes(self.buf) }.as_ptr();
-            self.len -= self.index;
+            self.hold(rb::str_subseq(self.buf, self.index, self.available()));
             self.index = 0;
             rb::ivar_set_unfrozen(self.trans, IVAR_BUF.get(), self.buf);
         }
@@ -154,10 +150,7 @@ impl MemoryBuffer {
         }
         let index = (n - until_compaction) % size;
         let cut = self.index + n - index;
-        self.buf = rb::str_subseq(self.buf, cut, self.len - cut);
-        // SAFETY: the new String, held here from now on.
-        self.ptr = unsafe { rb::str_bytes(self.buf) }.as_ptr();
-        self.len -= cut;
+        self.hold(rb::str_subseq(self.buf, cut, self.bytes.len() - cut));
         self.index = index;
         rb::ivar_set_unfrozen(self.trans, IVAR_BUF.get(), self.buf);
         self.store_index()
@@ -195,7 +188,7 @@ impl ReadBuffer for MemoryBuffer {
     /// Valid until Ruby code runs or the buffer moves on (see the struct's doc).
     #[inline(always)]
     fn unread(&self) -> &[u8] {
-        &self.bytes()[self.index..]
+        self.bytes.from(self.index)
     }
 
     #[inline(always)]
@@ -222,7 +215,7 @@ impl ReadBuffer for MemoryBuffer {
             Shortfall::Byte => {}
             Shortfall::Array => {
                 if thrift().contract.memory_buffer_fixes {
-                    self.index = self.len;
+                    self.index = self.bytes.len();
                     self.store_index()?;
                 }
             }

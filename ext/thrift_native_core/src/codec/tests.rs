@@ -1,8 +1,8 @@
 //! The wire rules, each pinned to bytes. Every expected byte string was written by pure Ruby thrift 0.14
 //! (`BinaryProtocol` and `CompactProtocol`, `Struct#write`/`Union#write` of classes with the same `FIELDS`).
 
-use crate::plain::{decode, decode_with, encode, Class, Def, Encoding, Field, Type, Value};
 use super::{reservation, FieldDef, Kind, Scalar, StructDef, TypeDesc, DEFAULT_DEPTH};
+use crate::plain::{decode, decode_with, encode, Class, Def, Encoding, Field, Type, Value};
 use crate::wire::{NegativeSizes, Rules};
 use crate::{ttype, CoreError};
 

@@ -2,9 +2,9 @@
 //! and master for these values).
 
 use super::*;
-use crate::plain::{encode_to, Def, Type, Value};
 use crate::codec::tests::{s_def, s_value};
 use crate::codec::{FieldDef, Kind, Scalar, StructDef, TypeDesc};
+use crate::plain::{encode_to, Def, Type, Value};
 use crate::CoreError;
 
 pub(crate) fn scalar(code: u8, kind: Scalar) -> Type {

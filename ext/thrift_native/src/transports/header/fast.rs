@@ -15,7 +15,7 @@ use crate::ruby::names::{
 };
 use crate::ruby::rb;
 use crate::thrift::bytes;
-use crate::transports::buffer::{ReadBuffer, Shortfall};
+use crate::transports::buffer::{HeldBytes, ReadBuffer, Shortfall};
 
 /// `io.method`, or None if it raises.
 fn ask(io: VALUE, method: &crate::ruby::rb::StaticId) -> Option<VALUE> {
@@ -33,8 +33,8 @@ pub struct HeaderBuffer {
     trans: VALUE,
     io: VALUE,
     string: VALUE,
-    ptr: *const u8,
-    len: usize,
+    /// `string`'s bytes (see [`HeldBytes`]), re-read after any Ruby code ran.
+    bytes: HeldBytes,
     pos: usize,
     /// The StringIO's own position, as last handed over.
     committed: usize,
@@ -54,14 +54,12 @@ impl HeaderBuffer {
         if !rb::is_string(string) {
             return None;
         }
-        // SAFETY: `string` is a String, held by this buffer on the stack.
-        let b = unsafe { rb::str_bytes(string) };
         Some(HeaderBuffer {
             trans,
             io,
             string,
-            ptr: b.as_ptr(),
-            len: b.len(),
+            // SAFETY: `string` is a String, held by this buffer on the stack.
+            bytes: unsafe { HeldBytes::of(string) },
             pos,
             committed: pos,
         })
@@ -91,8 +89,7 @@ impl HeaderBuffer {
             (self.pos, self.committed) = (pos, pos);
         }
         // SAFETY: `string` is a String held on this stack.
-        let b = unsafe { rb::str_bytes(self.string) };
-        (self.ptr, self.len) = (b.as_ptr(), b.len());
+        self.bytes = unsafe { HeldBytes::of(self.string) };
         true
     }
 
@@ -113,10 +110,7 @@ impl ReadBuffer for HeaderBuffer {
 
     #[inline(always)]
     fn unread(&self) -> &[u8] {
-        // SAFETY: `ptr` and `len` are `string`'s bytes, re-read after any Ruby code ran; callers drop the slice
-        // before the next call into Ruby.
-        let all = unsafe { std::slice::from_raw_parts(self.ptr, self.len) };
-        &all[self.pos.min(self.len)..]
+        self.bytes.from(self.pos)
     }
 
     #[inline(always)]
@@ -136,7 +130,7 @@ impl ReadBuffer for HeaderBuffer {
         match Self::plain(self.trans) {
             Some(b) => *self = b,
             None => {
-                self.len = 0;
+                self.bytes = HeldBytes::EMPTY;
                 self.pos = 0;
                 self.committed = 0;
             }

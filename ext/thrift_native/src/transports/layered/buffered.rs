@@ -63,7 +63,7 @@ fn read(ruby: &Ruby, rb_self: Value, sz: Value) -> Result<Value, Error> {
     };
     let start = b.index;
     c.store_index(this, start + n);
-    if n > 0 && start < b.len {
+    if n > 0 && start < b.bytes.len() {
         return slice(b.rbuf, start, n).map(rb::returned);
     }
     fill(ruby, c, this, n.max(thrift().buffered_default))?;
@@ -82,7 +82,7 @@ fn read_byte(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
         return c.original(READ_BYTE_M, this, &[]).map(rb::returned);
     };
     let mut index = b.index;
-    if index >= b.len {
+    if index >= b.bytes.len() {
         refill(ruby, c, this)?;
         index = 0;
     }

@@ -85,7 +85,7 @@ fn read(ruby: &Ruby, rb_self: Value, sz: Value) -> Result<Value, Error> {
         return c.original(READ, this, &[sz.as_raw()]).map(rb::returned);
     };
     let mut index = b.index;
-    if index >= b.len {
+    if index >= b.bytes.len() {
         read_frame(ruby, c, this)?;
         index = 0;
     }
@@ -106,7 +106,7 @@ fn read_byte(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
         return c.original(READ_BYTE_M, this, &[]).map(rb::returned);
     };
     let mut index = b.index;
-    if index >= b.len {
+    if index >= b.bytes.len() {
         read_frame(ruby, c, this)?;
         index = 0;
     }

@@ -27,7 +27,7 @@ use crate::ruby::names::{
 use crate::ruby::rb;
 use crate::thrift::bytes;
 use crate::thrift::thrift;
-use crate::transports::buffer::{ReadBuffer, Shortfall};
+use crate::transports::buffer::{HeldBytes, ReadBuffer, Shortfall};
 
 /// The methods defined natively on both classes, in the order of [`Class::originals`].
 pub const NATIVE_METHODS: [&str; 6] = [
@@ -145,6 +145,17 @@ fn class_of(this: VALUE) -> Option<&'static Class> {
     }
 }
 
+/// The class `trans` is exactly an instance of, when it is handled natively and (a FramedTransport) the direction's
+/// flag (`@read` or `@write`) is on.
+#[inline(always)]
+fn native_class(trans: VALUE, flag: fn(&Class) -> &IvarSlot) -> Option<&'static Class> {
+    let class = class_of(trans)?;
+    if !class.owns(trans) || (class.layer == Layer::Framed && !rb::truthy(flag(class).get(trans))) {
+        return None;
+    }
+    Some(class)
+}
+
 /// A String the native methods may treat as the library's byte buffers: BINARY, so that `length` counts bytes.
 #[inline(always)]
 fn is_byte_buffer(v: VALUE) -> bool {
@@ -154,13 +165,12 @@ fn is_byte_buffer(v: VALUE) -> bool {
 /// The read buffer of an exact FramedTransport (reading through it) or BufferedTransport: `@rbuf` from `@index`.
 ///
 /// Valid until Ruby code runs: the caller picks the transport's state up again afterwards (`plain`). `rbuf`, held
-/// here on the stack, keeps its bytes where `ptr` points meanwhile (see `rb::str_bytes`).
+/// here on the stack, keeps its bytes where `bytes` says meanwhile (see [`HeldBytes`]).
 pub struct LayeredBuffer {
     class: &'static Class,
     trans: VALUE,
     rbuf: VALUE,
-    ptr: *const u8,
-    len: usize,
+    bytes: HeldBytes,
     /// Ruby's `@index`, which may lie past the end (a short `read` moves it there).
     index: usize,
 }
@@ -169,14 +179,7 @@ impl LayeredBuffer {
     /// The fast paths' view of `trans`, when it is an exact instance handled natively, reading through its buffer.
     #[inline(always)]
     pub fn plain(trans: VALUE) -> Option<Self> {
-        let class = class_of(trans)?;
-        if !class.owns(trans) {
-            return None;
-        }
-        if class.layer == Layer::Framed && !rb::truthy(class.read.get(trans)) {
-            return None;
-        }
-        Self::load(class, trans)
+        Self::load(native_class(trans, |c| &c.read)?, trans)
     }
 
     /// `@rbuf` and `@index`, when they are what the library keeps there: a BINARY String and a non-negative Fixnum.
@@ -187,14 +190,12 @@ impl LayeredBuffer {
             return None;
         }
         let index = usize::try_from(rb::fixnum_value(class.index.get(trans))?).ok()?;
-        // SAFETY: `rbuf` is a String, held by this buffer on the stack.
-        let bytes = unsafe { rb::str_bytes(rbuf) };
         Some(LayeredBuffer {
             class,
             trans,
             rbuf,
-            ptr: bytes.as_ptr(),
-            len: bytes.len(),
+            // SAFETY: `rbuf` is a String, held by this buffer on the stack.
+            bytes: unsafe { HeldBytes::of(rbuf) },
             index,
         })
     }
@@ -202,7 +203,7 @@ impl LayeredBuffer {
     /// Bytes in the buffer, not yet read.
     #[inline(always)]
     pub fn available(&self) -> usize {
-        self.len.saturating_sub(self.index)
+        self.bytes.len().saturating_sub(self.index)
     }
 
     /// `trans.read_all(n)` as a BINARY String (from the buffer without a call when the bytes are there).
@@ -221,7 +222,7 @@ impl LayeredBuffer {
         match Self::load(self.class, self.trans) {
             Some(b) => *self = b,
             None => {
-                self.len = 0;
+                self.bytes = HeldBytes::EMPTY;
                 self.index = 0;
             }
         }
@@ -238,10 +239,7 @@ impl ReadBuffer for LayeredBuffer {
 
     #[inline(always)]
     fn unread(&self) -> &[u8] {
-        // SAFETY: `ptr` and `len` are `rbuf`'s bytes (see the struct's doc); callers drop the slice before any Ruby
-        // code runs.
-        let all = unsafe { std::slice::from_raw_parts(self.ptr, self.len) };
-        &all[self.index.min(self.len)..]
+        self.bytes.from(self.index)
     }
 
     /// `@index` is stored at once, so there is never a position to hand over.
@@ -268,14 +266,7 @@ impl ReadBuffer for LayeredBuffer {
 /// to it in place.
 #[inline(always)]
 pub fn write_buffer(trans: VALUE) -> Option<VALUE> {
-    let class = class_of(trans)?;
-    if !class.owns(trans) {
-        return None;
-    }
-    if class.layer == Layer::Framed && !rb::truthy(class.write.get(trans)) {
-        return None;
-    }
-    let wbuf = class.wbuf.get(trans);
+    let wbuf = native_class(trans, |c| &c.write)?.wbuf.get(trans);
     is_byte_buffer(wbuf).then_some(wbuf)
 }
 

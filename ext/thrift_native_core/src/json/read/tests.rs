@@ -2,11 +2,11 @@
 //! research for this reader): values, bytes taken and the byte held, and the cases left to the Ruby methods.
 
 use super::*;
-use crate::plain::{decode_json, encode_to, Class, Def, PlainBuilder, Type, Value};
 use crate::codec::tests::{s_def, s_value};
 use crate::codec::{Kind, TypeDesc};
 use crate::json::tests::{def, scalar};
 use crate::json::JsonOut;
+use crate::plain::{decode_json, encode_to, Class, Def, PlainBuilder, Type, Value};
 
 /// One scalar read at the top level (or in `context`): the value, bytes taken, the byte held after.
 fn read_in(
