@@ -5,7 +5,7 @@
 
 $LOAD_PATH.unshift File.expand_path("../lib", __dir__)
 require "thrift_native"
-require_relative "support/child_ruby"
+require_relative "../test_support/child_ruby"
 require_relative "support/custom_transport"
 require_relative "support/ruby_facts"
 require_relative "support/struct_runs"

@@ -2,8 +2,8 @@
 
 require "zlib"
 require "stringio"
-require_relative "../support/codec_types"
-require_relative "../support/codec_samples"
+require_relative "../../test_support/codec_types"
+require_relative "../../test_support/codec_samples"
 CodecTypes.load!
 
 # The struct codec (both protocols, fast and dispatch paths) and GzipWriter under GC.stress, under compaction that

@@ -60,7 +60,7 @@ RSpec.describe "JsonProtocol struct writes, differentially" do
   it "calls the protocol's Ruby methods for every struct once one of them is redefined" do
     code = <<~RUBY
       require "thrift_native"
-      require #{File.expand_path("../support/codec_types", __dir__).dump}
+      require #{File.expand_path("../../test_support/codec_types", __dir__).dump}
       CodecTypes.load!
       calls = []
       Thrift::JsonProtocol.prepend(Module.new { define_method(:write_i32) { |n| calls << n; super(n) } })

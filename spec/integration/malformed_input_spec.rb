@@ -1,6 +1,6 @@
 # frozen_string_literal: true
 
-require_relative "../support/codec_types"
+require_relative "../../test_support/codec_types"
 CodecTypes.load!
 
 # Deterministic mutations of valid struct payloads (bit flips, overwritten bytes, truncation, inflated lengths and

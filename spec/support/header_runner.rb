@@ -12,7 +12,7 @@
 # data: the bytes the transport beneath holds. ops: [[method, *args], ...]; [:read_into_buffer, cap, n] reads into
 # a new String of `cap` zero bytes. args: HeaderTransport.new's arguments after the transport.
 
-require_relative "accelerator"
+require_relative "../../test_support/accelerator"
 require "stringio"
 
 accelerator = ARGV.fetch(0)

@@ -12,9 +12,9 @@
 # frames of 1 to 64 bytes (or one frame, for every third document); TRANSPORT=buffered, from a BufferedTransport over
 # a PipeTransport (spec/support). The state is then the read buffer's unread bytes and @index, and the bytes left
 # beneath.
-require_relative "accelerator"
+require_relative "../../test_support/accelerator"
 Accelerator.load(ARGV.fetch(0))
-require_relative "codec_types"
+require_relative "../../test_support/codec_types"
 require_relative "pipe_transport"
 CodecTypes.load!
 $stdout.binmode

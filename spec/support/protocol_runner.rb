@@ -13,7 +13,7 @@
 # same transport (a compact reader starts with its own field-id stack); [:reset, bytes] starts over: the transport
 # holds just `bytes`, read by a fresh protocol.
 
-require_relative "accelerator"
+require_relative "../../test_support/accelerator"
 
 Accelerator.load(ARGV.fetch(0))
 require_relative "pipe_transport"

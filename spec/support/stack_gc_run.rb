@@ -10,9 +10,9 @@
 # header, header-zlib: HeaderProtocol over a HeaderTransport (thrift master's, THRIFT_MASTER_RB), with and without
 # the ZLIB transform.
 
-require_relative "accelerator"
-require_relative "codec_types"
-require_relative "codec_samples"
+require_relative "../../test_support/accelerator"
+require_relative "../../test_support/codec_types"
+require_relative "../../test_support/codec_samples"
 require_relative "ruby_facts"
 
 protocol, transport, count = ARGV[0], ARGV[1], Integer(ARGV[2])

@@ -14,7 +14,7 @@
 # data: the bytes the transport beneath holds for reading. ops: [[method, *args], ...]; [:read_into_buffer, cap, n]
 # reads into a new String of `cap` zero bytes; [:freeze_buffer, ...] the same into a frozen one.
 
-require_relative "accelerator"
+require_relative "../../test_support/accelerator"
 require "stringio"
 
 accelerator = ARGV.fetch(0)
