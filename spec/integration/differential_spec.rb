@@ -1,6 +1,6 @@
 # frozen_string_literal: true
 
-require_relative "../support/differential_run"
+require_relative "../support/runners/differential_run"
 
 # The same random operation sequences, run by pure-Ruby BinaryProtocol, the installed C accelerator (Debian's
 # thrift 0.14 thrift_native.so) and thrift_native, each in its own process: the bytes and the values read back

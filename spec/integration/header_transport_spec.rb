@@ -1,7 +1,7 @@
 # frozen_string_literal: true
 
 require "stringio"
-require_relative "../support/header_frames"
+require_relative "../support/fixtures/header_frames"
 
 # HeaderTransport's native methods (thrift master's library: THRIFT_MASTER_RB, an apache/thrift checkout's lib/rb)
 # against the Ruby library's own, in child processes: random sequences of reads, writes, flushes, header and limit
@@ -9,7 +9,7 @@ require_relative "../support/header_frames"
 # unframed binary and compact), some damaged. Every result, exception, ivar and buffer, and every call on the
 # transport beneath, must be the same.
 module HeaderRun
-  RUNNER = File.expand_path("../support/header_runner.rb", __dir__)
+  RUNNER = File.expand_path("../support/runners/header_runner.rb", __dir__)
   ENV_VARS = { "THRIFT_MASTER_RB" => ENV.fetch("THRIFT_MASTER_RB", "") }.freeze
 
   module_function

@@ -1,13 +1,13 @@
 # frozen_string_literal: true
 
 # Thrift::JsonProtocol's read and write methods, native (ext/thrift_native/src/json_protocol.rs), against the
-# library's own methods: random call sequences (spec/support/json_methods_runner.rb) written, read back, and read
+# library's own methods: random call sequences (spec/support/runners/json_methods_runner.rb) written, read back, and read
 # back again after one byte is changed, with thrift_native and with the C accelerator (whose MemoryBufferTransport
 # is native too, so that the library's methods return what they return over ours). Every call's value or exception
 # and the state afterwards (bytes, read position, the reader's held byte, the contexts) must be the same.
 # JSON_PROGRAMS sets the number of sequences.
 RSpec.describe "JsonProtocol's methods, differentially" do
-  runner = File.expand_path("../support/json_methods_runner.rb", __dir__)
+  runner = File.expand_path("../support/runners/json_methods_runner.rb", __dir__)
   programs = Integer(ENV.fetch("JSON_PROGRAMS", "600"))
 
   def error?(outcome)

@@ -8,7 +8,7 @@
 # included), the same exceptions, the same bytes left in the transport and the same protocol state (the reader's held
 # byte, the contexts with their flags). JSON_MUTATIONS sets the number of mutated documents (bin/stress raises it).
 module JsonRead
-  RUNNER = File.expand_path("../support/json_read_runner.rb", __dir__)
+  RUNNER = File.expand_path("../support/runners/json_read_runner.rb", __dir__)
   MUTATIONS = Integer(ENV.fetch("JSON_MUTATIONS", "1500"))
 
   # Replacements for a number: what Integer() and Float() read their own ways, or refuse.

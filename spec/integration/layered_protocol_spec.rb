@@ -1,6 +1,6 @@
 # frozen_string_literal: true
 
-require_relative "../support/differential_run"
+require_relative "../support/runners/differential_run"
 
 # Both protocols over FramedTransport and BufferedTransport, differentially: the random sequences of
 # differential_spec.rb, written through the transport and flushed, then read back (frames and buffers refilled

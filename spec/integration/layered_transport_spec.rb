@@ -5,7 +5,7 @@
 # beneath, with empty, short and truncated frames. Every result, exception and final state, and every call on the
 # transport beneath, must be the same.
 module LayeredRun
-  RUNNER = File.expand_path("../support/transport_runner.rb", __dir__)
+  RUNNER = File.expand_path("../support/runners/transport_runner.rb", __dir__)
 
   module_function
 

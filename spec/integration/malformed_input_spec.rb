@@ -199,7 +199,7 @@ RSpec.describe "Malformed input" do
   # HeaderTransport asks for a whole frame in one read_all too (master limits frames to 1 GiB by default).
   it "keeps memory bounded when a header frame on a socket declares up to 1 GiB" do
     skip "THRIFT_MASTER_RB is not set" if ENV.fetch("THRIFT_MASTER_RB", "").empty?
-    require_relative "../support/header_frames"
+    require_relative "../support/fixtures/header_frames"
     leaf = "\x08\x00\x01\x00\x00\x00\x05\x00".b
     frame = HeaderFrames.header(leaf)
     inputs = [frame] + [0x3fff_ffff, 0x2000_0000, 0x4000_0000].map { |n| [n].pack("N") + frame[4..] }

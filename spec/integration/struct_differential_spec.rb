@@ -1,6 +1,6 @@
 # frozen_string_literal: true
 
-require_relative "../support/header_frames"
+require_relative "../support/fixtures/header_frames"
 
 # Struct encoding and decoding by pure Ruby, the installed C accelerator (Debian's thrift 0.14) and thrift_native,
 # each in its own process, over the same random instances of every type.

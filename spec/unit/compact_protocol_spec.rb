@@ -1,6 +1,6 @@
 # frozen_string_literal: true
 
-require_relative "../support/protocol_context"
+require_relative "../support/helpers/protocol_context"
 
 # Thrift::CompactProtocol with thrift_native's methods. Expectations come from master's C accelerator
 # (apache/thrift lib/rb/ext/compact_protocol.c) and from upstream's compact_protocol_spec; where the C accelerators

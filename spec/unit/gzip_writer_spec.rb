@@ -5,7 +5,7 @@ require "tempfile"
 require "pathname"
 require "open3"
 require "digest"
-require_relative "../support/recording_io"
+require_relative "../support/fixtures/recording_io"
 
 # ThriftNative::GzipWriter is checked side by side with Zlib::GzipWriter: wherever the behaviour must match, Zlib is
 # the oracle (same header bytes, same decompressed content, same exception class and message, same calls on io).

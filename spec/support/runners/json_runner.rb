@@ -6,9 +6,9 @@
 # structs with the protocol's own methods (a message, a list of structs, a map value), or makes the struct codec
 # hand a value to the protocol's method (another encoding, nil, an Integer out of range or for a double), or fails
 # half-way (validate, an unknown type), then may go on writing. With GC_STRESS=1 the cases run under GC.stress.
-require_relative "../../test_support/accelerator"
+require_relative "../../../test_support/accelerator"
 Accelerator.load(ARGV.fetch(0))
-require_relative "../../test_support/codec_types"
+require_relative "../../../test_support/codec_types"
 CodecTypes.load!
 $stdout.binmode
 

@@ -14,7 +14,7 @@
 # data: the bytes the transport beneath holds for reading. ops: [[method, *args], ...]; [:read_into_buffer, cap, n]
 # reads into a new String of `cap` zero bytes; [:freeze_buffer, ...] the same into a frozen one.
 
-require_relative "../../test_support/accelerator"
+require_relative "../../../test_support/accelerator"
 require "stringio"
 
 accelerator = ARGV.fetch(0)
@@ -25,7 +25,7 @@ if accelerator == "ours-ruby-layers"
 end
 kind = ARGV.fetch(1)
 inner_kind = ARGV.fetch(2)
-require_relative "recording_inner"
+require_relative "../fixtures/recording_inner"
 
 FramedSubclass = Class.new(Thrift::FramedTransport)
 

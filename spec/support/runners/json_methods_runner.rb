@@ -9,7 +9,7 @@
 # A run is [[outcome of each call], state afterwards]: an outcome is the returned value (a context object as its
 # class and flags; a String with its encoding) or the exception's class, message and type; the state is the bytes
 # written (or left to read and the read position), the reader's held byte and the contexts.
-require_relative "../../test_support/accelerator"
+require_relative "../../../test_support/accelerator"
 Accelerator.load(ARGV.fetch(0))
 $stdout.binmode
 

@@ -17,12 +17,12 @@
 # c-master, ours-master) does the same with a HeaderProtocol (PROTOCOL its sub-protocol) over a MemoryBufferTransport,
 # with the ZLIB transform for header-zlib (header-socket: over a Thrift::Socket, for reading only); with DISPATCH=1, a
 # subclass of HeaderProtocol.
-require_relative "../../test_support/accelerator"
-require_relative "../../test_support/codec_types"
-require_relative "../../test_support/codec_samples"
+require_relative "../../../test_support/accelerator"
+require_relative "../../../test_support/codec_types"
+require_relative "../../../test_support/codec_samples"
 
 Accelerator.load(ARGV.fetch(0))
-require_relative "pipe_transport"
+require_relative "../fixtures/pipe_transport"
 CodecTypes.load!
 $stdout.binmode
 

@@ -13,10 +13,10 @@
 # same transport (a compact reader starts with its own field-id stack); [:reset, bytes] starts over: the transport
 # holds just `bytes`, read by a fresh protocol.
 
-require_relative "../../test_support/accelerator"
+require_relative "../../../test_support/accelerator"
 
 Accelerator.load(ARGV.fetch(0))
-require_relative "pipe_transport"
+require_relative "../fixtures/pipe_transport"
 transport_kind = ARGV.fetch(1, "plain")
 protocol_class = Accelerator.protocol_class(ARGV.fetch(2, "binary"))
 

@@ -12,7 +12,7 @@
 # data: the bytes the transport beneath holds. ops: [[method, *args], ...]; [:read_into_buffer, cap, n] reads into
 # a new String of `cap` zero bytes. args: HeaderTransport.new's arguments after the transport.
 
-require_relative "../../test_support/accelerator"
+require_relative "../../../test_support/accelerator"
 require "stringio"
 
 accelerator = ARGV.fetch(0)
@@ -20,7 +20,7 @@ Accelerator.load(accelerator == "ours-master-ruby-header" ? "ours-master" : acce
 Thrift::HeaderTransport.send(:alias_method, :read_frame, :read_frame) if accelerator == "ours-master-ruby-header"
 inner_kind = ARGV.fetch(1)
 
-require_relative "recording_inner"
+require_relative "../fixtures/recording_inner"
 
 data = Marshal.load($stdin.read)
 inner = case inner_kind

@@ -10,12 +10,12 @@
 # "dispatch" reads through a subclass of JsonProtocol (the dispatch path). GC_STRESS=1 runs under GC.stress.
 # TRANSPORT=framed reads each document from a FramedTransport over a MemoryBufferTransport, the document cut into
 # frames of 1 to 64 bytes (or one frame, for every third document); TRANSPORT=buffered, from a BufferedTransport over
-# a PipeTransport (spec/support). The state is then the read buffer's unread bytes and @index, and the bytes left
+# a PipeTransport (spec/support/fixtures). The state is then the read buffer's unread bytes and @index, and the bytes left
 # beneath.
-require_relative "../../test_support/accelerator"
+require_relative "../../../test_support/accelerator"
 Accelerator.load(ARGV.fetch(0))
-require_relative "../../test_support/codec_types"
-require_relative "pipe_transport"
+require_relative "../../../test_support/codec_types"
+require_relative "../fixtures/pipe_transport"
 CodecTypes.load!
 $stdout.binmode
 
