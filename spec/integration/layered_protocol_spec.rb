@@ -26,8 +26,8 @@ RSpec.describe "The protocols over FramedTransport and BufferedTransport, differ
           c = run_ops("c", ops, transport, protocol)
           ours = run_ops("ours", ops, transport, protocol)
           expect(ours).to eq(c), "seed #{seed}"
-          expect(ours[:results].count { |status, *| status == :ok }).to eq(ops.size - 1)
-          expect(ours[:results].last.first).to eq(:error)
+          expect(ours[:results].count { |o| Outcome.ok?(o) }).to eq(ops.size - 1)
+          expect(Outcome.failed?(ours[:results].last)).to be(true)
         end
       end
     end

@@ -643,7 +643,7 @@ RSpec.describe Thrift::CompactProtocol do
         result = begin
           described_class.new(t).public_send(m)
         rescue StandardError => e
-          [e.class, e.message, e.respond_to?(:type) ? e.type : nil]
+          Outcome.error(e)
         end
         [result, t.available]
       end
