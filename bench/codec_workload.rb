@@ -13,8 +13,8 @@ ENV["PROTOCOL"] = ARGV.fetch(0, "binary")
 $LOAD_PATH.unshift File.join(root, "lib")
 require "thrift_native"
 abort "thrift_native is not active" unless ThriftNative.active?
-require_relative "../spec/support/codec_types"
-require_relative "../spec/support/codec_samples"
+require_relative "../test_support/codec_types"
+require_relative "../test_support/codec_samples"
 CodecTypes.load!
 
 protocol = ENV["PROTOCOL"] == "compact" ? Thrift::CompactProtocol : Thrift::BinaryProtocolAccelerated

@@ -17,7 +17,7 @@ PROTOCOL_NAME = ARGV.fetch(2, "binary")
 abort "protocol: binary, compact or json" unless %w[binary compact json].include?(PROTOCOL_NAME)
 JSON_LIST = PROTOCOL_NAME == "json"
 
-require_relative "../spec/support/accelerator"
+require_relative "../test_support/accelerator"
 Accelerator.load(IMPL)
 PROTOCOL = Accelerator.protocol_class(PROTOCOL_NAME)
 

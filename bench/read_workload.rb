@@ -14,8 +14,8 @@
 $LOAD_PATH.unshift ARGV.fetch(0, File.expand_path("../lib", __dir__))
 require "thrift_native"
 abort "thrift_native is not active" unless ThriftNative.active?
-require_relative "../spec/support/codec_types"
-require_relative "../spec/support/codec_samples"
+require_relative "../test_support/codec_types"
+require_relative "../test_support/codec_samples"
 CodecTypes.load!
 
 def reads(protocol, method, bytes, count)

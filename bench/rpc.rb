@@ -13,14 +13,14 @@ require "json"
 require "socket"
 require "tmpdir"
 require "fileutils"
-require_relative "../spec/support/accelerator"
-require_relative "../spec/support/codec_types"
-require_relative "../spec/support/codec_samples"
+require_relative "../test_support/accelerator"
+require_relative "../test_support/codec_types"
+require_relative "../test_support/codec_samples"
 
 IMPL = ARGV.fetch(0)
 SECONDS = Float(ARGV.fetch(1, "0.5"))
 Accelerator.load(IMPL)
-CodecTypes.load_service!
+CodecTypes.load_service!(File.expand_path("idl/bench_service.thrift", __dir__))
 Accelerator.exit_unless_structs_run
 
 # The server's answers, made once.

@@ -17,7 +17,7 @@
 require "json"
 require "time"
 require "fileutils"
-require_relative "../spec/support/child_ruby"
+require_relative "../test_support/child_ruby"
 
 SECONDS = ARGV.fetch(0, "0.5")
 YJIT = defined?(RubyVM::YJIT) && ENV.fetch("BENCH_YJIT", "1") != "0"

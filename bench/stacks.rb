@@ -12,9 +12,9 @@
 
 require "json"
 require "stringio"
-require_relative "../spec/support/accelerator"
-require_relative "../spec/support/codec_types"
-require_relative "../spec/support/codec_samples"
+require_relative "../test_support/accelerator"
+require_relative "../test_support/codec_types"
+require_relative "../test_support/codec_samples"
 
 IMPL = ARGV.fetch(0)
 PROTOCOL_NAME = ARGV.fetch(2, "binary")

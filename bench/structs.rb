@@ -9,9 +9,9 @@
 # four-level one in over a second.
 
 require "json"
-require_relative "../spec/support/accelerator"
-require_relative "../spec/support/codec_types"
-require_relative "../spec/support/codec_samples"
+require_relative "../test_support/accelerator"
+require_relative "../test_support/codec_types"
+require_relative "../test_support/codec_samples"
 
 ENV["PROTOCOL"] = ARGV.fetch(2, "binary")
 Accelerator.load(ARGV.fetch(0))

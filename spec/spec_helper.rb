@@ -2,13 +2,21 @@
 
 # spec/unit: one class's behaviour, in this process. spec/integration: comparisons with pure Ruby and the installed
 # C accelerator in child processes, loading, packaging.
+#
+# spec/support/helpers: what examples call in this process (shared contexts, facts of the running Ruby).
+# spec/support/runners: the scripts a child process runs with one accelerator loaded (ARGV and Marshal in, Marshal
+# out), the modules that start them, and outcome.rb: the one encoding of a call's value or exception, which the
+# runners write and the examples read.
+# spec/support/fixtures: transports and IOs made for the specs, THeader frames built by hand.
+# test_support (at the root, shared with bench/): loading an accelerator in a child, the codec test types and samples.
 
 $LOAD_PATH.unshift File.expand_path("../lib", __dir__)
 require "thrift_native"
-require_relative "support/child_ruby"
-require_relative "support/custom_transport"
-require_relative "support/ruby_facts"
-require_relative "support/struct_runs"
+require_relative "../test_support/child_ruby"
+require_relative "support/fixtures/custom_transport"
+require_relative "support/helpers/ruby_facts"
+require_relative "support/runners/outcome"
+require_relative "support/runners/struct_runs"
 
 module SpecSupport
   ROOT = File.expand_path("..", __dir__)
@@ -26,7 +34,8 @@ module SpecSupport
   SAFE_REFUSALS = ["Variable-length int over 10 bytes.", "Binary size limit exceeded"].freeze
 
   def self.safe_refusal?(ours, c)
-    ours != c && ours.is_a?(Array) && ours[0] == "Thrift::ProtocolException" && SAFE_REFUSALS.include?(ours[1])
+    ours != c && Outcome.error?(ours) && Outcome.class_name(ours) == "Thrift::ProtocolException" &&
+      SAFE_REFUSALS.include?(Outcome.message(ours))
   end
 
   # Objects allocated by one run of the block, measured after a first (warm-up) run has filled Ruby's call caches.

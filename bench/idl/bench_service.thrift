@@ -1,5 +1,5 @@
 // The RPC benchmark's service (bench/rpc.rb): one call answering the small benchmark struct, one the large one.
-include "../../spec/idl/codec_test.thrift"
+include "../../test_support/idl/codec_test.thrift"
 
 namespace rb BenchService
 

@@ -2,8 +2,8 @@
 
 require "zlib"
 require "stringio"
-require_relative "../support/codec_types"
-require_relative "../support/codec_samples"
+require_relative "../../test_support/codec_types"
+require_relative "../../test_support/codec_samples"
 CodecTypes.load!
 
 # The struct codec (both protocols, fast and dispatch paths) and GzipWriter under GC.stress, under compaction that
@@ -109,14 +109,14 @@ RSpec.describe "GC and threads" do
 
   # FramedTransport and BufferedTransport over a Ruby transport (their buffers read and written in place, refilled
   # mid-struct), and HeaderProtocol over a HeaderTransport (thrift master, THRIFT_MASTER_RB): in a child process
-  # (support/stack_gc_run.rb), whose small heap keeps GC.stress affordable, compared with the C accelerator.
+  # (support/runners/stack_gc_runner.rb), whose small heap keeps GC.stress affordable, compared with the C accelerator.
   %w[binary compact].product(%w[framed buffered header header-zlib]).each do |name, transport|
     it "writes and reads #{name} through #{transport} exactly under GC.stress, compaction, 8 threads" do
       header = transport.start_with?("header")
       skip "THRIFT_MASTER_RB is not set" if header && ENV.fetch("THRIFT_MASTER_RB", "").empty?
       count = 3 * GcThreads::SCALE
       expected = StructRuns.run(header ? "c-master" : "c", name, "write", 41, count, transport: transport)
-      out = ChildRuby.marshal(File.expand_path("../support/stack_gc_run.rb", __dir__), name, transport, count, input: expected)
+      out = ChildRuby.marshal(File.expand_path("../support/runners/stack_gc_runner.rb", __dir__), name, transport, count, input: expected)
       expect(out[:stress_written]).to eq(expected.first(2))
       expect(out.values_at(:stress_read, :compacted_read)).to eq([true, true])
       expect(out[:threads].size).to eq(8)

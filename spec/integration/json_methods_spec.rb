@@ -1,18 +1,14 @@
 # frozen_string_literal: true
 
 # Thrift::JsonProtocol's read and write methods, native (ext/thrift_native/src/json_protocol.rs), against the
-# library's own methods: random call sequences (spec/support/json_methods_runner.rb) written, read back, and read
+# library's own methods: random call sequences (spec/support/runners/json_methods_runner.rb) written, read back, and read
 # back again after one byte is changed, with thrift_native and with the C accelerator (whose MemoryBufferTransport
 # is native too, so that the library's methods return what they return over ours). Every call's value or exception
 # and the state afterwards (bytes, read position, the reader's held byte, the contexts) must be the same.
 # JSON_PROGRAMS sets the number of sequences.
 RSpec.describe "JsonProtocol's methods, differentially" do
-  runner = File.expand_path("../support/json_methods_runner.rb", __dir__)
+  runner = File.expand_path("../support/runners/json_methods_runner.rb", __dir__)
   programs = Integer(ENV.fetch("JSON_PROGRAMS", "600"))
-
-  def error?(outcome)
-    outcome.is_a?(Array) && outcome.size == 3 && outcome[0].is_a?(String) && outcome[0].match?(/Error|Exception/)
-  end
 
   def compare(ours, theirs)
     expect(ours.size).to eq(theirs.size)
@@ -33,12 +29,12 @@ RSpec.describe "JsonProtocol's methods, differentially" do
     compare(ours, ChildRuby.marshal(runner, "c", 7, programs))
     # The sequences reach what they are about: calls that succeed and fail, of every kind, reading and writing.
     outcomes = ours.flat_map { |runs| runs.flat_map(&:first) }
-    errors = outcomes.select { |o| error?(o) }
+    errors = outcomes.select { |o| Outcome.error?(o) }
     expect(outcomes.size).to be > programs * 10
     # An unknown type: NotImplementedError before thrift master, a ProtocolException there.
     unknown_type = SpecSupport.newer?(:json_unknown_type_errors) ? "Thrift::ProtocolException" : "NotImplementedError"
-    expect(errors.map(&:first).uniq).to include("Thrift::ProtocolException", unknown_type, "EOFError")
-    clean = ours.count { |(write, read, _)| write[0].none? { |o| error?(o) } && read[0].none? { |o| error?(o) } }
+    expect(errors.map { |o| Outcome.class_name(o) }.uniq).to include("Thrift::ProtocolException", unknown_type, "EOFError")
+    clean = ours.count { |(write, read, _)| [write, read].none? { |run| run[0].any? { |o| Outcome.error?(o) } } }
     expect(clean).to be > programs / 4
   end
 

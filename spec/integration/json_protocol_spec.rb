@@ -6,7 +6,7 @@
 # (ext/thrift_native/src/struct_codec/json.rs); everything else is the library's Ruby. Compared with pure Ruby, and
 # with the C accelerator's struct code (which calls the protocol's methods), each in a process of its own.
 RSpec.describe "JsonProtocol struct writes, differentially" do
-  runner = File.expand_path("../support/json_runner.rb", __dir__)
+  runner = File.expand_path("../support/runners/json_runner.rb", __dir__)
   # Pure Ruby writes the reference bytes where the loaded thrift's pure-Ruby structs run on this Ruby (not thrift 0.19
   # on Ruby 3.3: Fixnum); else the C accelerator's struct code, which calls the same pure-Ruby protocol methods.
   let(:reference) { Accelerator.pure_structs_work? ? "pure" : "c" }
@@ -60,7 +60,7 @@ RSpec.describe "JsonProtocol struct writes, differentially" do
   it "calls the protocol's Ruby methods for every struct once one of them is redefined" do
     code = <<~RUBY
       require "thrift_native"
-      require #{File.expand_path("../support/codec_types", __dir__).dump}
+      require #{File.expand_path("../../test_support/codec_types", __dir__).dump}
       CodecTypes.load!
       calls = []
       Thrift::JsonProtocol.prepend(Module.new { define_method(:write_i32) { |n| calls << n; super(n) } })

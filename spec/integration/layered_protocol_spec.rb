@@ -1,6 +1,6 @@
 # frozen_string_literal: true
 
-require_relative "../support/differential_run"
+require_relative "../support/runners/differential_run"
 
 # Both protocols over FramedTransport and BufferedTransport, differentially: the random sequences of
 # differential_spec.rb, written through the transport and flushed, then read back (frames and buffers refilled
@@ -26,8 +26,8 @@ RSpec.describe "The protocols over FramedTransport and BufferedTransport, differ
           c = run_ops("c", ops, transport, protocol)
           ours = run_ops("ours", ops, transport, protocol)
           expect(ours).to eq(c), "seed #{seed}"
-          expect(ours[:results].count { |status, *| status == :ok }).to eq(ops.size - 1)
-          expect(ours[:results].last.first).to eq(:error)
+          expect(ours[:results].count { |o| Outcome.ok?(o) }).to eq(ops.size - 1)
+          expect(Outcome.failed?(ours[:results].last)).to be(true)
         end
       end
     end

@@ -1,6 +1,6 @@
 # frozen_string_literal: true
 
-require_relative "../support/codec_types"
+require_relative "../../test_support/codec_types"
 CodecTypes.load!
 
 # Deterministic mutations of valid struct payloads (bit flips, overwritten bytes, truncation, inflated lengths and
@@ -58,7 +58,7 @@ RSpec.describe "Malformed input" do
   # Compares one outcome of ours with the C accelerator's: :same_value, :same_error (class, message and type), or
   # :safe_refusal; anything else fails the example.
   def verdict(ours, c, input)
-    return (ours.is_a?(String) ? :same_value : :same_error) if ours == c
+    return (Outcome.error?(ours) ? :same_error : :same_value) if ours == c
     return :safe_refusal if SpecSupport.safe_refusal?(ours, c)
 
     expect(ours).to eq(c), "input #{input.unpack1("H*")}: ours #{ours.inspect[0, 300]} vs C #{c.inspect[0, 300]}"
@@ -83,7 +83,8 @@ RSpec.describe "Malformed input" do
         tally = verdicts.tally
         if ENV["MALFORMED_VERBOSE"]
           warn "  #{protocol}: #{Malformed::MUTATIONS} mutations #{kinds.tally} -> #{tally}"
-          documented = ours.zip(c).select { |o, cc| SpecSupport.safe_refusal?(o, cc) }.map { |o, cc| [o[1], cc.is_a?(Array) ? cc[1] : "value"] }
+          documented = ours.zip(c).select { |o, cc| SpecSupport.safe_refusal?(o, cc) }
+                           .map { |o, cc| [Outcome.message(o), Outcome.error?(cc) ? Outcome.message(cc) : "value"] }
           warn "  documented differences (ours, C): #{documented.tally.sort_by { -_2 }.first(12)}"
         end
         # The mix exercises both outcomes, and the safe refusals stay a minority.
@@ -136,10 +137,10 @@ RSpec.describe "Malformed input" do
         ours, rss_kb, vm_kb = StructRuns.run("ours", protocol, "read-rss", klass, input: inputs)
         c = StructRuns.run("c", protocol, "read", klass, input: inputs)
         ours.zip(c, inputs).each do |o, cc, input|
-          expect(o).to be_a(Array), "#{klass} #{input.unpack1("H*")} decoded: #{o}"
+          expect(Outcome.error?(o)).to be(true), "#{klass} #{input.unpack1("H*")} decoded: #{o}"
           verdict(o, cc, input)
         end
-        expect(ours.map(&:first).uniq).to all(eq("EOFError").or(eq("Thrift::TransportException")))
+        expect(ours.map { |o| Outcome.class_name(o) }.uniq).to all(eq("EOFError").or(eq("Thrift::TransportException")))
         expect(rss_kb).to be < 20_000, "#{klass}: peak RSS grew by #{rss_kb} kB"
         expect(vm_kb).to be < 200_000, "#{klass}: peak address space grew by #{vm_kb} kB"
       end
@@ -191,15 +192,15 @@ RSpec.describe "Malformed input" do
       expect(ours).to eq(c)
       expect(StructRuns.run("ours-master", protocol, "read", "Everything", input: mutated, transport: transport, dispatch: true)).to eq(ours)
       # A damaged ZLIB payload seldom inflates at all.
-      expect(ours.count { |o| o.is_a?(String) }).to be > (transport == "header-zlib" ? 0 : mutated.size / 20)
-      expect(ours.count { |o| o.is_a?(Array) }).to be > mutated.size / 4
+      expect(ours.count { |o| !Outcome.error?(o) }).to be > (transport == "header-zlib" ? 0 : mutated.size / 20)
+      expect(ours.count { |o| Outcome.error?(o) }).to be > mutated.size / 4
     end
   end
 
   # HeaderTransport asks for a whole frame in one read_all too (master limits frames to 1 GiB by default).
   it "keeps memory bounded when a header frame on a socket declares up to 1 GiB" do
     skip "THRIFT_MASTER_RB is not set" if ENV.fetch("THRIFT_MASTER_RB", "").empty?
-    require_relative "../support/header_frames"
+    require_relative "../support/fixtures/header_frames"
     leaf = "\x08\x00\x01\x00\x00\x00\x05\x00".b
     frame = HeaderFrames.header(leaf)
     inputs = [frame] + [0x3fff_ffff, 0x2000_0000, 0x4000_0000].map { |n| [n].pack("N") + frame[4..] }
@@ -207,8 +208,8 @@ RSpec.describe "Malformed input" do
     c = StructRuns.run("c-master", "binary", "read", "Leaf", input: inputs, transport: "header-socket")
     expect(ours).to eq(c)
     expect(ours.first).to be_a(String)
-    expect(ours[1][0]).to eq("Thrift::TransportException")
-    expect(ours.last[1]).to eq("Frame size 1073741824 exceeds maximum 1073741823")
+    expect(Outcome.class_name(ours[1])).to eq("Thrift::TransportException")
+    expect(Outcome.message(ours.last)).to eq("Frame size 1073741824 exceeds maximum 1073741823")
     expect(rss_kb).to be < 20_000
     expect(vm_kb).to be < 200_000, "peak address space grew by #{vm_kb} kB"
   end

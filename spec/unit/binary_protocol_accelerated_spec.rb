@@ -1,6 +1,6 @@
 # frozen_string_literal: true
 
-require_relative "../support/protocol_context"
+require_relative "../support/helpers/protocol_context"
 
 RSpec.describe Thrift::BinaryProtocolAccelerated do
   include_context "a protocol over a memory buffer"

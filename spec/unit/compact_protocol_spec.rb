@@ -1,6 +1,6 @@
 # frozen_string_literal: true
 
-require_relative "../support/protocol_context"
+require_relative "../support/helpers/protocol_context"
 
 # Thrift::CompactProtocol with thrift_native's methods. Expectations come from master's C accelerator
 # (apache/thrift lib/rb/ext/compact_protocol.c) and from upstream's compact_protocol_spec; where the C accelerators
@@ -643,7 +643,7 @@ RSpec.describe Thrift::CompactProtocol do
         result = begin
           described_class.new(t).public_send(m)
         rescue StandardError => e
-          [e.class, e.message, e.respond_to?(:type) ? e.type : nil]
+          Outcome.error(e)
         end
         [result, t.available]
       end

@@ -1,7 +1,7 @@
 # frozen_string_literal: true
 
-require_relative "../support/codec_types"
-require_relative "../support/codec_samples"
+require_relative "../../test_support/codec_types"
+require_relative "../../test_support/codec_samples"
 CodecTypes.load!
 
 RSpec.describe "Thrift::Struct and Thrift::Union read/write" do

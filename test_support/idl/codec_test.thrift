@@ -1,5 +1,5 @@
 // Every type the struct codec handles, for the struct/union specs and benchmarks.
-// (Debian's thrift compiler 0.17 has no `uuid` in IDL: UUID fields are added by hand in spec/support/codec_types.rb.)
+// (Debian's thrift compiler 0.17 has no `uuid` in IDL: UUID fields are added by hand in test_support/codec_extra_types.rb.)
 namespace rb CodecTest
 
 enum Color {

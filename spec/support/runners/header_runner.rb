@@ -12,7 +12,8 @@
 # data: the bytes the transport beneath holds. ops: [[method, *args], ...]; [:read_into_buffer, cap, n] reads into
 # a new String of `cap` zero bytes. args: HeaderTransport.new's arguments after the transport.
 
-require_relative "accelerator"
+require_relative "../../../test_support/accelerator"
+require_relative "outcome"
 require "stringio"
 
 accelerator = ARGV.fetch(0)
@@ -20,7 +21,7 @@ Accelerator.load(accelerator == "ours-master-ruby-header" ? "ours-master" : acce
 Thrift::HeaderTransport.send(:alias_method, :read_frame, :read_frame) if accelerator == "ours-master-ruby-header"
 inner_kind = ARGV.fetch(1)
 
-require_relative "recording_inner"
+require_relative "../fixtures/recording_inner"
 
 data = Marshal.load($stdin.read)
 inner = case inner_kind
@@ -53,9 +54,9 @@ results = data.fetch(:ops).map do |name, *args|
           else
             trans.public_send(name, *args)
           end
-  [:ok, value.is_a?(Array) ? value.map(&describe) : describe.call(value)]
+  Outcome.ok(value.is_a?(Array) ? value.map(&describe) : describe.call(value))
 rescue StandardError, ScriptError => e
-  [:error, e.class.name, e.message.lines.first.to_s.chomp, e.respond_to?(:type) ? e.type : nil]
+  Outcome.failed(e, Outcome.first_line(e))
 end
 
 state = trans.instance_variables.sort.reject { |iv| iv == :@transport }.to_h do |iv|

@@ -1,14 +1,15 @@
 # frozen_string_literal: true
 
 # JsonProtocol writes where a struct meets the protocol's Ruby contexts, with one accelerator per process:
-#   ruby json_runner.rb ACCELERATOR -> Marshal { case => [bytes written, [error class, message] or nil, contexts] }
+#   ruby json_runner.rb ACCELERATOR -> Marshal { case => [bytes written, the exception (outcome.rb) or nil, contexts] }
 # `contexts` is the protocol's @context and @contexts afterwards (class names and ivars). Each case writes around
 # structs with the protocol's own methods (a message, a list of structs, a map value), or makes the struct codec
 # hand a value to the protocol's method (another encoding, nil, an Integer out of range or for a double), or fails
 # half-way (validate, an unknown type), then may go on writing. With GC_STRESS=1 the cases run under GC.stress.
-require_relative "accelerator"
+require_relative "../../../test_support/accelerator"
+require_relative "outcome"
 Accelerator.load(ARGV.fetch(0))
-require_relative "codec_types"
+require_relative "../../../test_support/codec_types"
 CodecTypes.load!
 $stdout.binmode
 
@@ -24,7 +25,7 @@ def written
     yield prot
     nil
   rescue StandardError, NotImplementedError => e
-    [e.class.name, e.message]
+    Outcome.error(e)
   end
   [trans.read(trans.available), error, contexts(prot)]
 end

@@ -24,7 +24,7 @@ module DifferentialRun
   SCALAR_TYPES = { byte: 3, i16: 6, i32: 8, i64: 10, double: 4, string: 11, bool: 2 }.freeze
   CONTAINER_ELEMENT_TYPES = [2, 3, 4, 6, 8, 10, 11, 12, 13, 14, 15].freeze
 
-  # Runs ops in a child process (see support/protocol_runner.rb) and returns its results, bytes and transport calls.
+  # Runs ops in a child process (see protocol_runner.rb) and returns its results, bytes and transport calls.
   def run_ops(accelerator, ops, transport, protocol)
     ChildRuby.marshal(RUNNER, accelerator, transport, protocol, input: ops)
   end

@@ -4,22 +4,22 @@
 # every object, and from 8 threads: prints (Marshal) what was written and read each way, for gc_threads_spec.rb to
 # compare with the C accelerator. A child process of its own, because GC.stress costs in proportion to the heap: in
 # the whole suite's process the same work takes twenty times as long.
-#   ruby stack_gc_run.rb binary|compact framed|buffered|header|header-zlib COUNT < Marshal [bytes of each message]
+#   ruby stack_gc_runner.rb binary|compact framed|buffered|header|header-zlib COUNT < Marshal [bytes of each message]
 # framed and buffered: FramedTransport or BufferedTransport over a Ruby transport (`read` answers up to what is asked,
 # as a socket does), their buffers read and written in place and refilled mid-struct, with the loaded thrift.
 # header, header-zlib: HeaderProtocol over a HeaderTransport (thrift master's, THRIFT_MASTER_RB), with and without
 # the ZLIB transform.
 
-require_relative "accelerator"
-require_relative "codec_types"
-require_relative "codec_samples"
-require_relative "ruby_facts"
+require_relative "../../../test_support/accelerator"
+require_relative "../../../test_support/codec_types"
+require_relative "../../../test_support/codec_samples"
+require_relative "../helpers/ruby_facts"
 
 protocol, transport, count = ARGV[0], ARGV[1], Integer(ARGV[2])
 HEADER = transport.start_with?("header")
 Accelerator.load(HEADER ? "ours-master" : "ours")
 CodecTypes.load!
-require_relative "pipe_transport"
+require_relative "../fixtures/pipe_transport"
 
 expected = Marshal.load($stdin.read)
 r = Random.new(41)

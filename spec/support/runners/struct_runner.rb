@@ -2,7 +2,7 @@
 
 # Struct round trips with one accelerator, for the differential specs (one process per accelerator).
 #   ruby struct_runner.rb ACCELERATOR write SEED COUNT   -> Marshal [bytes of each random Everything]
-#   ruby struct_runner.rb ACCELERATOR read CLASS < Marshal [bytes, ...] -> Marshal [inspect or [error class, message]]
+#   ruby struct_runner.rb ACCELERATOR read CLASS < Marshal [bytes, ...] -> Marshal [inspect, or exception (outcome.rb)]
 #   ruby struct_runner.rb ACCELERATOR encode < Marshal [struct, ...]   -> Marshal [bytes of each]
 #   ruby struct_runner.rb ACCELERATOR read-rss CLASS < Marshal [bytes, ...]
 #       -> Marshal [[outcome, ...], growth of peak RSS in kB, growth of peak virtual size in kB]
@@ -17,12 +17,13 @@
 # c-master, ours-master) does the same with a HeaderProtocol (PROTOCOL its sub-protocol) over a MemoryBufferTransport,
 # with the ZLIB transform for header-zlib (header-socket: over a Thrift::Socket, for reading only); with DISPATCH=1, a
 # subclass of HeaderProtocol.
-require_relative "accelerator"
-require_relative "codec_types"
-require_relative "codec_samples"
+require_relative "../../../test_support/accelerator"
+require_relative "../../../test_support/codec_types"
+require_relative "../../../test_support/codec_samples"
+require_relative "outcome"
 
 Accelerator.load(ARGV.fetch(0))
-require_relative "pipe_transport"
+require_relative "../fixtures/pipe_transport"
 CodecTypes.load!
 $stdout.binmode
 
@@ -81,7 +82,7 @@ def decode(klass, bytes, protocol_class = PROTOCOL_CLASS)
   obj.read(protocol_over(stack(bytes), protocol_class))
   obj.inspect
 rescue StandardError => e
-  [e.class.name, e.message, e.respond_to?(:type) ? e.type : nil]
+  Outcome.error(e)
 end
 
 case ARGV.fetch(1)
@@ -164,7 +165,7 @@ when "read-stream"
     obj.read(prot)
     obj.inspect
   rescue StandardError => e
-    [e.class.name, e.message, e.respond_to?(:type) ? e.type : nil]
+    Outcome.error(e)
   end
   $stdout.write Marshal.dump(outcomes)
 end

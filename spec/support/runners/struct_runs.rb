@@ -1,10 +1,10 @@
 # frozen_string_literal: true
 
-require_relative "child_ruby"
-require_relative "accelerator"
+require_relative "../../../test_support/child_ruby"
+require_relative "../../../test_support/accelerator"
 
-# spec/support/struct_runner.rb in a child Ruby (one accelerator per process): its arguments, the Marshal-dumped
-# input on stdin, the Marshal-loaded answer back. A child that fails or crashes raises.
+# struct_runner.rb in a child Ruby (one accelerator per process): its arguments, the Marshal-dumped input on stdin,
+# the Marshal-loaded answer back. A child that fails or crashes raises.
 module StructRuns
   SCRIPT = File.expand_path("struct_runner.rb", __dir__)
 

@@ -8,15 +8,16 @@
 # FramedTransport or BufferedTransport over one: framed, framed-pipe, framed-subclass (a subclass of
 # FramedTransport), buffered-pipe. A pipe is a Ruby transport whose `read` answers up to the bytes asked for.
 #
-# ops: [[method, *args], ...]; every call's result (or exception) is recorded, then the transport's bytes.
+# ops: [[method, *args], ...]; every call's result or exception is recorded (tagged: outcome.rb), then the bytes.
 # Pseudo-ops: [:feed, bytes] appends bytes to the transport; [:flush] flushes it (a frame, a buffer); [:new_protocol] continues with a fresh protocol on the
 # same transport (a compact reader starts with its own field-id stack); [:reset, bytes] starts over: the transport
 # holds just `bytes`, read by a fresh protocol.
 
-require_relative "accelerator"
+require_relative "../../../test_support/accelerator"
+require_relative "outcome"
 
 Accelerator.load(ARGV.fetch(0))
-require_relative "pipe_transport"
+require_relative "../fixtures/pipe_transport"
 transport_kind = ARGV.fetch(1, "plain")
 protocol_class = Accelerator.protocol_class(ARGV.fetch(2, "binary"))
 
@@ -56,23 +57,23 @@ prot = protocol_class.new(trans)
 results = ops.map do |name, *args|
   if name == :feed
     inner.write(args.first)
-    next [:ok, nil]
+    next Outcome.ok(nil)
   end
   if name == :flush
     trans.flush
-    next [:ok, nil]
+    next Outcome.ok(nil)
   end
   if name == :new_protocol || name == :reset
     inner.reset_buffer(args.first.dup) if name == :reset
     prot = protocol_class.new(trans)
-    next [:ok, nil]
+    next Outcome.ok(nil)
   end
   value = prot.public_send(name, *args)
   value = [value, value.encoding.name] if value.is_a?(String)
   value = [:float_bits, [value].pack("G")] if value.is_a?(Float)
-  [:ok, value]
+  Outcome.ok(value)
 rescue StandardError, ScriptError => e
-  [:error, e.class.name, e.message, e.respond_to?(:type) ? e.type : nil]
+  Outcome.failed(e)
 end
 $stdout.binmode
 unread = lambda do |t|

@@ -14,7 +14,8 @@
 # data: the bytes the transport beneath holds for reading. ops: [[method, *args], ...]; [:read_into_buffer, cap, n]
 # reads into a new String of `cap` zero bytes; [:freeze_buffer, ...] the same into a frozen one.
 
-require_relative "accelerator"
+require_relative "../../../test_support/accelerator"
+require_relative "outcome"
 require "stringio"
 
 accelerator = ARGV.fetch(0)
@@ -25,7 +26,7 @@ if accelerator == "ours-ruby-layers"
 end
 kind = ARGV.fetch(1)
 inner_kind = ARGV.fetch(2)
-require_relative "recording_inner"
+require_relative "../fixtures/recording_inner"
 
 FramedSubclass = Class.new(Thrift::FramedTransport)
 
@@ -63,9 +64,9 @@ results = data.fetch(:ops).map do |name, *args|
           else
             trans.public_send(name, *args)
           end
-  [:ok, value.is_a?(Array) ? value.map(&describe) : describe.call(value)]
+  Outcome.ok(value.is_a?(Array) ? value.map(&describe) : describe.call(value))
 rescue StandardError, ScriptError => e
-  [:error, e.class.name, e.message.lines.first.to_s.chomp, e.respond_to?(:type) ? e.type : nil]
+  Outcome.failed(e, Outcome.first_line(e))
 end
 
 state = %i[@rbuf @index @wbuf].to_h { |iv| [iv, describe.call(trans.instance_variable_get(iv))] }

@@ -3,11 +3,11 @@
 # The one way a spec's or benchmark's child process loads an accelerator (only one can be loaded per process): pure
 # Ruby, Debian's C accelerator (thrift 0.14), a newer C accelerator from THRIFT_MASTER_RB (an apache/thrift
 # checkout's lib/rb whose ext/ you built), or ours; pure-master and ours-master: that checkout's Ruby library (which
-# has HeaderTransport) without an accelerator or with ours. `ruby -r spec/support/accelerator.rb`, then
+# has HeaderTransport) without an accelerator or with ours. `ruby -r test_support/accelerator.rb`, then
 # `Accelerator.load`.
 module Accelerator
   NAMES = %w[pure c c-master ours pure-master ours-master].freeze
-  LIB = File.expand_path("../../lib", __dir__)
+  LIB = File.expand_path("../lib", __dir__)
 
   class << self
     attr_reader :name

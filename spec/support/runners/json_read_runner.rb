@@ -5,17 +5,19 @@
 #     -> Marshal [[outcomes, state], ...]
 # `shape` says where the Everything structs sit: "top" (one struct), "list" (`["rec",N,...]`, the header and end read
 # by the protocol's own methods, each element by Struct#read) or "map" (`["str","rec",N,{"k":{...},...}]`). `outcomes`
-# is each struct's inspect, or [error class, message, type] for the first that fails. `state` is what the transport
-# and the protocol hold afterwards: bytes left and @index, the reader's held byte, @context and @contexts.
+# is each struct's inspect, or the exception of the first that fails (outcome.rb, the message's bytes). `state` is
+# what the transport and the protocol hold afterwards: bytes left and @index, the reader's held byte, @context and
+# @contexts.
 # "dispatch" reads through a subclass of JsonProtocol (the dispatch path). GC_STRESS=1 runs under GC.stress.
 # TRANSPORT=framed reads each document from a FramedTransport over a MemoryBufferTransport, the document cut into
 # frames of 1 to 64 bytes (or one frame, for every third document); TRANSPORT=buffered, from a BufferedTransport over
-# a PipeTransport (spec/support). The state is then the read buffer's unread bytes and @index, and the bytes left
-# beneath.
-require_relative "accelerator"
+# a PipeTransport (spec/support/fixtures). The state is then the read buffer's unread bytes and @index, and the bytes
+# left beneath.
+require_relative "../../../test_support/accelerator"
+require_relative "outcome"
 Accelerator.load(ARGV.fetch(0))
-require_relative "codec_types"
-require_relative "pipe_transport"
+require_relative "../../../test_support/codec_types"
+require_relative "../fixtures/pipe_transport"
 CodecTypes.load!
 $stdout.binmode
 
@@ -63,10 +65,6 @@ def state(trans, prot)
    prot.instance_variable_get(:@contexts).map { |c| context_state(c) }]
 end
 
-def outcome_of(error)
-  [error.class.name, error.message.b, error.respond_to?(:type) ? error.type : nil]
-end
-
 def read_struct(prot, outcomes)
   obj = CodecTest::Everything.new
   obj.read(prot)
@@ -99,7 +97,7 @@ results = inputs.each_with_index.map do |(shape, bytes), index|
   begin
     read_shape(shape, prot, outcomes)
   rescue StandardError, NotImplementedError, SystemStackError => e
-    outcomes << outcome_of(e)
+    outcomes << Outcome.error(e, e.message.b)
   end
   [outcomes, state(trans, prot)]
 end

@@ -7,9 +7,10 @@
 # (nil, a Bignum, a Float for an Integer, a String in another encoding or with broken bytes, an unknown type id, an
 # extra end). The bytes are then read back with the matching read methods, and again after one byte is changed.
 # A run is [[outcome of each call], state afterwards]: an outcome is the returned value (a context object as its
-# class and flags; a String with its encoding) or the exception's class, message and type; the state is the bytes
-# written (or left to read and the read position), the reader's held byte and the contexts.
-require_relative "accelerator"
+# class and flags; a String with its encoding) or the exception (outcome.rb, the message's bytes); the state is the
+# bytes written (or left to read and the read position), the reader's held byte and the contexts.
+require_relative "../../../test_support/accelerator"
+require_relative "outcome"
 Accelerator.load(ARGV.fetch(0))
 $stdout.binmode
 
@@ -100,10 +101,6 @@ def outcome(value)
   end
 end
 
-def error(e)
-  [e.class.name, e.message.b, e.respond_to?(:type) ? e.type : nil]
-end
-
 def contexts(prot)
   c = prot.instance_variable_get(:@context)
   [outcome(c), prot.instance_variable_get(:@contexts).map { |x| outcome(x) }]
@@ -114,7 +111,7 @@ def run(prot, calls)
   calls.map do |name, *args|
     outcome(prot.public_send(name, *args))
   rescue StandardError, NotImplementedError => e
-    error(e)
+    Outcome.error(e, e.message.b)
   end
 end
 
