@@ -3,7 +3,7 @@
 # The hot reads, fixed for instruction counting (wall-clock time on this VM is too noisy): 200,000 compact
 # read_byte calls and 200,000 binary read_i32 calls over a MemoryBufferTransport, then 20,000 reads of the small
 # benchmark struct (binary). What the extension does per call there is mostly ivar access (the protocol's @trans,
-# the buffer's @buf and @index), so this is where the per-Ruby ivar slots (ext/thrift_native/src/ivars.rs) show.
+# the buffer's @buf and @index), so this is where the per-Ruby ivar slots (ext/thrift_native/src/ruby/ivars.rs) show.
 #
 #   valgrind --tool=callgrind --callgrind-out-file=tmp/cg.out ruby bench/read_workload.rb [LIB]
 #   callgrind_annotate tmp/cg.out | head     # the process's total instructions ("PROGRAM TOTALS")

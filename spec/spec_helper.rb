@@ -23,12 +23,12 @@ module SpecSupport
   LIB = File.join(ROOT, "lib")
 
   # Whether the loaded thrift calls for the newer side of a behaviour its versions' C accelerators differ in
-  # (ThriftNative::THRIFT_FEATURES; thrift.rs's Contract). Examples of both sides exist; spec/integration/contract_spec.rb
+  # (ThriftNative::THRIFT_FEATURES; ext/thrift_native/src/thrift/contract.rs). Examples of both sides exist; spec/integration/contract_spec.rb
   # runs the unit specs again under thrift master's contract, so both run whatever the thrift.
   def self.newer?(feature) = ThriftNative::THRIFT_FEATURES.fetch(feature)
 
-  # The refusals thrift_native keeps on every version where older C accelerators were unsafe (README, "Where older C
-  # accelerators were unsafe"): a varint longer than 10 bytes (their loop had no end) and a compact byte string
+  # The refusals thrift_native keeps on every version where older C accelerators were unsafe (ARCHITECTURE.md, "The
+  # contract", kept whatever the version): a varint longer than 10 bytes (their loop had no end) and a compact byte string
   # declared longer than INT32_MAX (asked of `read_all`, which a transport may allocate ahead of the bytes). Where
   # ours is one of them, the loaded thrift's C accelerator may have done anything.
   SAFE_REFUSALS = ["Variable-length int over 10 bytes.", "Binary size limit exceeded"].freeze

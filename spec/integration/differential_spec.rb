@@ -137,9 +137,9 @@ RSpec.describe "CompactProtocol, differentially" do
     end
   end
 
-  # Where thrift versions' C accelerators differ (thrift.rs, Contract): ours answers as the loaded thrift's, bytes
-  # and transport state included; the one difference left is a limit kept whatever the version (README, "What
-  # is accelerated"): varints longer than 5 (or 10) bytes are INVALID_DATA, where thrift 0.14 to 0.23 read on.
+  # Where thrift versions' C accelerators differ (ext/thrift_native/src/thrift/contract.rs): ours answers as the loaded thrift's, bytes
+  # and transport state included; the one difference left is a limit kept whatever the version (ARCHITECTURE.md, "The
+  # contract"): varints longer than 5 (or 10) bytes are INVALID_DATA, where thrift 0.14 to 0.23 read on.
   it "behaves as the loaded thrift's C accelerator where versions differ, but for the varint limits" do
     cases = [
       [[:write_bool, 0]], [[:write_bool, :x]], [[:write_bool, nil]], [[:reset, "\x81"], [:read_message_begin]],

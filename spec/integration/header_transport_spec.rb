@@ -19,7 +19,7 @@ module HeaderRun
   end
 
   # One deliberate difference: a frame declaring more than 1 MiB is read from a Ruby transport in 1 MiB read_all
-  # calls instead of one (see layered/header.rs): read sizes beyond 64 KiB read as :large.
+  # calls instead of one (see transports/header/mod.rs): read sizes beyond 64 KiB read as :large.
   def sized(inner)
     return inner unless inner[0].is_a?(Array)
 

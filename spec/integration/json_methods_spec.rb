@@ -1,6 +1,6 @@
 # frozen_string_literal: true
 
-# Thrift::JsonProtocol's read and write methods, native (ext/thrift_native/src/json_protocol.rs), against the
+# Thrift::JsonProtocol's read and write methods, native (ext/thrift_native/src/protocols/json/), against the
 # library's own methods: random call sequences (spec/support/runners/json_methods_runner.rb) written, read back, and read
 # back again after one byte is changed, with thrift_native and with the C accelerator (whose MemoryBufferTransport
 # is native too, so that the library's methods return what they return over ours). Every call's value or exception

@@ -25,7 +25,7 @@ module LayeredRun
   end
 
   # One deliberate difference: a frame declaring more than 1 MiB is read from a Ruby transport in 1 MiB read_all
-  # calls instead of one (see layered/mod.rs): read sizes beyond 64 KiB read as :large.
+  # calls instead of one (see transports/layered/mod.rs): read sizes beyond 64 KiB read as :large.
   def sized(inner)
     return inner unless inner.is_a?(Array) && inner[0].is_a?(Array)
 

@@ -441,7 +441,7 @@ RSpec.describe Thrift::CompactProtocol do
         expect(reader_of("\x81\x80\x80\x80\x80\x01").read_i32).to eq(-1)
         expect(reader_of("\x84\x80\x80\x80\x80\x01").read_i16).to eq(2)
         expect(reader_of("\xFF\xFF\xFF\xFF\xFF\x01\x55").read_map_begin).to eq([8, 8, -1])
-        # A byte string's length is not cut: beyond INT32_MAX it is refused (README: kept where the old was unsafe).
+        # A byte string's length is not cut: beyond INT32_MAX it is refused (ARCHITECTURE.md, "The contract": kept where the old was unsafe).
         expect { reader_of("\x80\x80\x80\x80\x80\x01").read_binary }
           .to protocol_error(Thrift::ProtocolException::SIZE_LIMIT, "Binary size limit exceeded")
         expect { reader_of("#{"\x80" * 10}\x01").read_i32 }

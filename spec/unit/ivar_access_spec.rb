@@ -2,7 +2,7 @@
 
 # The hot paths read and write their ivars (a memory buffer's @buf and @index, a protocol's @trans) in the object
 # directly, by a slot learned per class (Ruby 3.1) or per object shape (3.2 on), verified against libruby
-# (ext/thrift_native/src/ivars.rs). Objects of other shapes (extra ivars in any order, an object_id, too many shape
+# (ext/thrift_native/src/ruby/ivars.rs). Objects of other shapes (extra ivars in any order, an object_id, too many shape
 # variations of one class) must read and write exactly what rb_ivar_get and rb_ivar_set would.
 RSpec.describe "Hot-path ivar access" do
   def read_through(trans, count)

@@ -1,6 +1,6 @@
 # frozen_string_literal: true
 
-# Thrift::JsonProtocol with thrift_native's read and write methods (ext/thrift_native/src/json_protocol.rs): the
+# Thrift::JsonProtocol with thrift_native's read and write methods (ext/thrift_native/src/protocols/json/): the
 # bytes, values and state the library's own methods give, natively over a plain MemoryBufferTransport, and the
 # library's methods themselves everywhere else. spec/integration/json_methods_spec.rb compares random call sequences
 # with the library's methods (over the C accelerator's MemoryBufferTransport).

@@ -1,6 +1,7 @@
 //! `Thrift::Struct#read/#write` and `Thrift::Union#read/#write`, arity `(prot, depth = DEFAULT_RECURSION_DEPTH)`.
 //!
 //! The algorithm and the wire rules are the core's (`thrift_native_core::codec`); this folder supplies Ruby:
+//! - `field_plan.rs`: each class's `FIELDS` compiled once into what the codec walks;
 //! - `build.rs`: the Ruby objects the decoder makes (with `defaults.rs`: field defaults);
 //! - `inspect.rs`: Ruby objects read back for the encoder;
 //! - `fast.rs`: the fast path, when the protocol is exactly `BinaryProtocolAccelerated` or `Thrift::CompactProtocol`
