@@ -29,23 +29,8 @@ use crate::thrift::bytes;
 use crate::thrift::thrift;
 use crate::transports::buffer::{HeldBytes, ReadBuffer, Shortfall};
 
-/// The methods defined natively on both classes, in the order of [`Class::originals`].
-pub const NATIVE_METHODS: [&str; 6] = [
-    "read",
-    "read_byte",
-    "read_into_buffer",
-    "read_all",
-    "write",
-    "flush",
-];
-const READ: usize = 0;
-const READ_BYTE_M: usize = 1;
-const READ_INTO_BUFFER_M: usize = 2;
-const READ_ALL_M: usize = 3;
-const WRITE_M: usize = 4;
-const FLUSH_M: usize = 5;
-/// The methods whose change sends a class back to the Ruby library's: ours, and FramedTransport's private
-/// `read_frame`, which the native methods do the work of.
+/// The methods whose change sends a class back to the Ruby library's: the native ones (all but the last), and
+/// FramedTransport's private `read_frame`, which the native methods do the work of.
 const WATCHED: [&str; 7] = [
     "read",
     "read_byte",
@@ -55,6 +40,22 @@ const WATCHED: [&str; 7] = [
     "flush",
     "read_frame",
 ];
+/// The methods defined natively on both classes, in the order of [`Class::originals`].
+pub const NATIVE_METHODS: [&str; 6] = {
+    let mut names = [""; 6];
+    let mut i = 0;
+    while i < names.len() {
+        names[i] = WATCHED[i];
+        i += 1;
+    }
+    names
+};
+const READ: usize = 0;
+const READ_BYTE_M: usize = 1;
+const READ_INTO_BUFFER_M: usize = 2;
+const READ_ALL_M: usize = 3;
+const WRITE_M: usize = 4;
+const FLUSH_M: usize = 5;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Layer {
