@@ -1,5 +1,5 @@
-// Exposes the Ruby version being built against as cfg flags (e.g. `ruby_eq_3_1`), so that layout-dependent fast
-// paths compile only for the Ruby whose object layout they know; `ivar_layout` names that layout (src/ruby/ivars.rs) and
+// Exposes the Ruby version being built against as cfg flags (e.g. `ruby_eq_3_1`), so that layout-dependent fast paths
+// compile only for the Ruby whose object layout they know; `ivar_layout` names that layout (src/ruby/ivars.rs) and
 // `ivar_slots` is set when there is one.
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let env = rb_sys_env::activate()?;

@@ -1,7 +1,7 @@
 //! Field and container headers of both encodings, read from any byte source.
 //!
 //! The source is a byte slice ([`Reader`](crate::reader::Reader)) in the core's own decoder, its tests and
-//! the fuzz targets; in the Ruby binding it is a `MemoryBufferTransport`'s buffer or a transport's Ruby methods
+//! the fuzz targets; in the Ruby binding it is a transport's buffer read in place or a transport's Ruby methods
 //! (the protocols' `read_*_begin` and the struct codec). All go through the functions of `binary` and `compact` that
 //! take a [`WireInput`], so the headers the fuzzers check are read by the same code that decodes Ruby's structs.
 

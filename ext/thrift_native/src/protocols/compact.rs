@@ -2,13 +2,15 @@
 //! Ruby class itself. Field-id deltas use the real `@last_field` Array as a stack, boolean fields the real
 //! `@boolean_field`/`@bool_value` ivars, so the Ruby methods that remain (`skip`, `to_s`) keep working.
 //!
-//! Reads from a plain MemoryBufferTransport decode whole varints straight from its buffer; any other transport is
+//! Reads from a plain MemoryBufferTransport (or an exact Framed or BufferedTransport's read buffer) decode whole
+//! varints straight from the buffer; any other transport is
 //! called exactly as the C accelerator calls it (`read_byte` per varint byte, one `write` per byte written).
 //!
-//! Where the loaded thrift's C accelerator predates master's checks ([`crate::thrift::Contract`]), the unchecked
-//! writes do as it did (NUM2INT/NUM2LL conversions, the i16 written as the i32 it is, negative sizes written as they
-//! are, the field type looked up after `@last_field` was popped), and reads follow its wire rules
-//! ([`crate::thrift::Contract::rules`]: sizes beyond INT32_MAX as negative int32s, varint32s as it read them).
+//! Where the loaded thrift's C accelerator predates master's checks ([`crate::thrift::contract::Contract`]), the
+//! unchecked writes do as it did (NUM2INT/NUM2LL conversions, the i16 written as the i32 it is, negative sizes written
+//! as they are, the field type looked up after `@last_field` was popped), and reads follow its wire rules
+//! ([`crate::thrift::contract::Contract::rules`]: sizes beyond INT32_MAX as negative int32s, varint32s as it read
+//! them).
 
 use magnus::prelude::*;
 use magnus::rb_sys::AsRawValue;

@@ -54,7 +54,7 @@ pub fn checked_size(ruby: &Ruby, v: Value) -> Result<i32, Error> {
 
 /// An integer argument as the loaded thrift's C accelerator takes it: range-checked when `checked` (TypeError,
 /// RangeError "integer out of bounds"), else converted with NUM2INT (TypeError, or RangeError outside `int`) for
-/// the caller to keep its low bytes. Which one is the [`crate::thrift::Contract`]'s to say, per protocol.
+/// the caller to keep its low bytes. Which one is the [`crate::thrift::contract::Contract`]'s to say, per protocol.
 #[inline(always)]
 pub fn int_arg(ruby: &Ruby, v: Value, min: i64, max: i64, checked: bool) -> Result<i32, Error> {
     if checked {

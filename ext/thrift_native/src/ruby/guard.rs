@@ -1,9 +1,9 @@
-//! The fast paths' one guard. A fast path does natively what a class's Ruby methods would do only while those
-//! methods are the ones it reproduces; each file that has a fast path owns a [`Guard`] and registers here the classes
-//! it relies on ([`Guard::watch`]). lib/thrift_native.rb asks for those classes ([`watched_classes`]), hooks each
-//! one's method changes (`method_added`, `method_removed`, `method_undefined`, a `prepend`; singleton methods too where
-//! asked) and reports every change to [`method_changed`], which trips the guards that watch it: from then on their
-//! fast paths call the Ruby methods.
+//! The fast paths' one guard. A fast path does natively what a class's Ruby methods would do only while those methods
+//! are the ones it reproduces; the file that takes the fast path owns its [`Guard`] and registers here the classes it
+//! relies on ([`Guard::watch`]). lib/thrift_native.rb asks for those classes ([`watched_classes`]), hooks each one's
+//! method changes (`method_added`, `method_removed`, `method_undefined`, a `prepend`; singleton methods too where
+//! asked) and reports every change to [`method_changed`], which trips the guards that watch it: from then on their fast
+//! paths call the Ruby methods.
 //!
 //! [`Originals`] keeps a class's own Ruby methods from before ours replaced them, for the native methods to call
 //! where they do not apply (a subclass, a monkey patch, odd state).
@@ -84,9 +84,9 @@ pub fn method_changed(class: VALUE, name: &str) {
 
 /// `[[class, singleton_methods_too], ...]`: the classes lib/thrift_native.rb hooks, each once.
 pub fn watched_classes(ruby: &Ruby) -> Result<RArray, Error> {
-    let watched = WATCHED.lock().unwrap_or_else(|e| e.into_inner());
+    // Read under the lock, the Array made after it (an allocation may raise, which must not skip the unlock).
     let mut classes: Vec<(usize, bool)> = Vec::new();
-    for w in watched.iter() {
+    for w in WATCHED.lock().unwrap_or_else(|e| e.into_inner()).iter() {
         let singleton = matches!(w.watch, Watch::EveryWithSingleton);
         match classes.iter_mut().find(|(c, _)| *c == w.class) {
             Some((_, s)) => *s |= singleton,

@@ -1,6 +1,7 @@
 //! The C-API plumbing every other layer stands on: calls into libruby (`rb`), the ivar slots that know Ruby's object
-//! layout per version (`ivars`), the fast paths' guard against changed Ruby methods (`guard`), interned method and ivar names (`names`), native methods recorded for
-//! `ThriftNative.active?` (`registry`) and running without the GVL (`nogvl`). Nothing here knows thrift.
+//! layout per version (`ivars`), the fast paths' guard against changed Ruby methods (`guard`), interned method and
+//! ivar names (`names`), native methods recorded for `ThriftNative.active?` (`registry`) and running without the GVL
+//! (`nogvl`). Nothing here reads the thrift library (`names` only spells its ivars and methods).
 
 pub mod guard;
 pub mod ivars;

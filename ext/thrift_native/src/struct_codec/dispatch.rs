@@ -1,4 +1,4 @@
-//! The dispatch path: a protocol that is not exactly one we accelerate (a subclass, a mock, `JsonProtocol`), or one
+//! The dispatch path: a protocol that is not exactly one we accelerate (a subclass, a mock, a decorator), or one
 //! over a transport whose bytes we do not own, is called exactly as the C accelerator calls it, so that mocks and
 //! other protocols see the same method calls with the same arguments.
 

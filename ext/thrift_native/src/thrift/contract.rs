@@ -38,9 +38,9 @@ macro_rules! contract {
     };
 }
 
-/// Thrift master's batch of CompactProtocol and MemoryBufferTransport fixes (THRIFT-6099 to 6139): MemoryBufferTransport
-/// `read(-1)` raises TransportException, or, where another accelerator loaded before this one has replaced that
-/// method already (calling it could crash: thrift 0.14's C `read(-1)` does), the batch's constant.
+/// Thrift master's batch of CompactProtocol and MemoryBufferTransport fixes (THRIFT-6099 to 6139):
+/// MemoryBufferTransport `read(-1)` raises TransportException, or, where another accelerator loaded before this one has
+/// replaced that method already (calling it could crash: thrift 0.14's C `read(-1)` does), the batch's constant.
 const MEMORY_BUFFER_FIXES: &str = r#"
     if Thrift::MemoryBufferTransport.instance_method(:read).source_location.nil?
       master_batch
@@ -155,10 +155,10 @@ contract! {
     json_utf8_strings = r#"Thrift::JsonProtocol.private_method_defined?(:decode_json_string)"#;
 }
 
-/// Whether the loaded library's own Ruby `probe` answers true. It runs on fresh objects before this extension
-/// replaces any method; `master_batch` in it is the marker of thrift master's batch of fixes (`CompactProtocol::I16_MAX`
-/// came with it), for a probe whose method another accelerator has replaced already. Anything it raises (a library
-/// too different to answer) counts as false, the older behaviour.
+/// Whether the loaded library's own Ruby `probe` answers true. It runs on fresh objects before this extension replaces
+/// any method; `master_batch` in it is the marker of thrift master's batch of fixes (`CompactProtocol::I16_MAX` came
+/// with it), for a probe whose method another accelerator has replaced already. Anything it raises (a library too
+/// different to answer) counts as false, the older behaviour.
 fn behaves(ruby: &Ruby, probe: &str) -> bool {
     let guarded = format!(
         "begin\nmaster_batch = Thrift::CompactProtocol.const_defined?(:I16_MAX, false)\n{probe}\n\

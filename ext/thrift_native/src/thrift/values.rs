@@ -1,6 +1,6 @@
-//! [`RubyBuilder`]'s scalars: the Ruby values the core's decoders make for Thrift's base types (Integers, Floats,
-//! UTF-8 or BINARY Strings, UUID text), and its errors as Ruby exceptions. The protocols' native methods read with it;
-//! the struct codec adds structs and containers (`struct_codec/build.rs`).
+//! [`RubyBuilder`]'s scalars: the Ruby values the core's decoders make for Thrift's base types (Integers, Floats, UTF-8
+//! or BINARY Strings, UUID text), and its errors as Ruby exceptions. JsonProtocol's native reads make their values with
+//! it; the struct codec adds structs and containers (`struct_codec/build.rs`).
 
 use magnus::{Error, Ruby};
 use rb_sys::VALUE;

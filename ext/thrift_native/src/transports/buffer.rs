@@ -4,8 +4,9 @@
 //! ([`super::header::fast::HeaderBuffer`]). A buffer says where its unread bytes are, how reading moves past them,
 //! and what a read that crosses its end does; the reads themselves are written once, here.
 //!
-//! A new transport fast path implements this trait in its own file and is named where the fast paths pick a buffer
-//! (`Input::of` in `io.rs`, the struct codec's `read`).
+//! A new transport fast path implements this trait in its own file and is named where each fast path that should
+//! take it picks a buffer: `Input` in `io.rs` (the protocols' methods), the struct codec's `read` (its `fast!` and
+//! `json!` lists), `protocols/json/read.rs` (JsonProtocol's reads).
 
 use magnus::{Error, Ruby};
 use rb_sys::VALUE;

@@ -1,9 +1,9 @@
 //! `Thrift::MemoryBufferTransport`: native `write`, `read`, `read_all`, `read_byte`, `read_into_buffer`, and the
 //! direct buffer access that the protocols' fast path uses.
 //!
-//! Where the loaded thrift's C accelerator predates master's fixes ([`crate::thrift::Contract`]): `read_byte` is
-//! signed, a failed `read_into_buffer` consumes nothing, and `read_all` consumes what remains before EOFError (as
-//! BaseTransport#read_all over the C `read` did).
+//! Where the loaded thrift's C accelerator predates master's fixes ([`crate::thrift::contract::Contract`]):
+//! `read_byte` is signed, a failed `read_into_buffer` consumes nothing, and `read_all` consumes what remains before
+//! EOFError (as BaseTransport#read_all over the C `read` did).
 //!
 //! The state stays in the Ruby ivars `@buf` (a BINARY String) and `@index` (an Integer), because the Ruby methods
 //! that remain (`available`, `peek`, `reset_buffer`, `initialize`) read and write them.
@@ -177,8 +177,8 @@ impl MemoryBuffer {
     }
 }
 
-/// A MemoryBufferTransport's buffer is all it holds: a read past its end is the EOFError of the transport's own
-/// method, after what that method consumes (which differs between thrift versions, [`crate::thrift::Contract`]).
+/// A MemoryBufferTransport's buffer is all it holds: a read past its end is the EOFError of the transport's own method,
+/// after what that method consumes (which differs between thrift versions, [`crate::thrift::contract::Contract`]).
 impl ReadBuffer for MemoryBuffer {
     #[inline(always)]
     fn plain(trans: VALUE) -> Option<Self> {

@@ -8,8 +8,8 @@
 //!
 //! What the decoder reads from is a [`Source`] and what it makes is a [`Build`]; what the encoder walks is an
 //! [`Inspect`] and where it writes is a [`Sink`]. Everything is generic and monomorphised. The Ruby binding supplies
-//! Ruby objects as values and its transports (or the protocol's own Ruby methods) as sources and sinks; [`crate::plain`]
-//! supplies plain Rust values and byte slices, so that cargo tests and fuzzers run this same code.
+//! Ruby objects as values and its transports (or the protocol's own Ruby methods) as sources and sinks;
+//! [`crate::plain`] supplies plain Rust values and byte slices, so that cargo tests and fuzzers run this same code.
 
 pub mod binary;
 pub mod compact;

@@ -3,13 +3,14 @@
 //! bytes directly when it can do so exactly as the library's method would, and calling that very method (kept when
 //! this library loads) otherwise.
 //!
-//! Natively: the receiver is exactly a JsonProtocol (no subclass, no singleton class: either may have changed a
-//! helper the library's methods call, such as `write_json_string`), none of the methods it relies on changed
+//! Natively: the receiver is exactly a JsonProtocol (no subclass, no singleton class: either may have changed a helper
+//! the library's methods call, such as `write_json_string`), none of the methods it relies on changed
 //! (`state::protocol_context`), its state plain (`state.rs`), and the transport a plain MemoryBufferTransport (its
-//! `@reader`'s, reading). Writes take the values the core's encoder writes as the library does (Integers within
-//! Fixnum, Floats, valid UTF-8 Strings, known type ids); reads take each step the core's reader does not decline.
-//! Everything else (another transport, a mock, an odd value, bad input) is the library's own method, which gives its
-//! bytes, values and exceptions. Either way the protocol's Ruby state is left as the library's method leaves it.
+//! `@reader`'s, reading; or the read buffer of an exact FramedTransport or BufferedTransport, up to its end). Writes
+//! take the values the core's encoder writes as the library does (Integers within Fixnum, Floats, valid UTF-8 Strings,
+//! known type ids); reads take each step the core's reader does not decline. Everything else (another transport, a
+//! mock, an odd value, bad input) is the library's own method, which gives its bytes, values and exceptions. Either way
+//! the protocol's Ruby state is left as the library's method leaves it.
 
 mod read;
 pub mod state;

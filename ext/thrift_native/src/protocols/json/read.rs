@@ -54,7 +54,9 @@ fn read_with(
 
 /// A header Array, as the library's methods return them (no Rust allocation on the way).
 fn array<const N: usize>(ruby: &Ruby, items: [VALUE; N]) -> VALUE {
-    ruby.ary_new_from_values(&items.map(rb::returned)).as_raw()
+    // SAFETY: the items are on this stack (the caller's array) until the Array holds them.
+    ruby.ary_new_from_values(&items.map(|v| unsafe { rb::value(v) }))
+        .as_raw()
 }
 
 pub fn read_message_begin(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {

@@ -1,6 +1,6 @@
 //! The JSON fast path of `Struct#read` and `Union#read`: the core's `JsonIn` reads each protocol step straight from
-//! a plain MemoryBufferTransport's buffer, or an exact FramedTransport's or BufferedTransport's read buffer (any
-//! [`ReadBuffer`] the struct codec names), taking
+//! a plain MemoryBufferTransport's buffer, or an exact FramedTransport's or BufferedTransport's read buffer (the
+//! [`ReadBuffer`]s the struct codec's `json!` list names), taking
 //! the bytes the protocol's Ruby methods take (one `read(1)` at a time, so a memory buffer is cut where theirs would
 //! be) and keeping the byte the `@reader` would hold. A step that reaches the end of a frame or of the buffered bytes
 //! is declined (the refill is the transport's method, called by the protocol's).

@@ -1,6 +1,6 @@
 //! `Thrift::HeaderTransport` (thrift master): `read`, `write`, `flush` and `reset_protocol` native, with the Ruby
-//! library's semantics: the same StringIO read and write buffers and ivars, client-type detection and the header
-//! format (`thrift_native_core::header`) with master's limits and messages, the ZLIB transform through the system zlib (the
+//! library's semantics: the same StringIO read and write buffers and ivars, client-type detection and the header format
+//! (`thrift_native_core::header`) with master's limits and messages, the ZLIB transform through the system zlib (the
 //! core's `header::zlib`, as Ruby's `Zlib`).
 //!
 //! As for FramedTransport: an exact, unfrozen instance whose ivars hold what the library puts there is handled
