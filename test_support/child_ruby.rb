@@ -12,12 +12,26 @@ module ChildRuby
 
   module_function
 
-  # `ruby *args`: [stdout, stderr, success?].
-  def capture(*args, env: {}, input: "", chdir: nil, binmode: false)
-    options = { stdin_data: input, binmode: binmode }
-    options[:chdir] = chdir if chdir
-    out, err, status = Open3.capture3(env, RbConfig.ruby, *args, **options)
-    [out, err, status.success?]
+  # `ruby *args`: [stdout, stderr, success?]. A child still running after `timeout` seconds is killed (and has not
+  # succeeded).
+  def capture(*args, env: {}, input: "", chdir: nil, binmode: false, timeout: nil)
+    options = chdir ? { chdir: chdir } : {}
+    unless timeout
+      out, err, status = Open3.capture3(env, RbConfig.ruby, *args, stdin_data: input, binmode: binmode, **options)
+      return [out, err, status.success?]
+    end
+    Open3.popen3(env, RbConfig.ruby, *args, **options) do |stdin, stdout, stderr, wait|
+      [stdin, stdout, stderr].each(&:binmode) if binmode
+      out = Thread.new { stdout.read }
+      err = Thread.new { stderr.read }
+      stdin.write(input)
+      stdin.close
+      unless wait.join(timeout)
+        Process.kill(:KILL, wait.pid)
+        wait.join
+      end
+      [out.value, err.value, wait.value.success?]
+    end
   end
 
   # `ruby *args`'s stdout; a child that fails or crashes raises Failed, with its stderr.
