@@ -46,7 +46,14 @@ RSpec.describe ThriftNative::GzipWriter do
           gz = k.new(StringIO.new("".b))
           r = outcome { gz.mtime = t }
           r = [r.first, r.last.sub(/0x\h+/, "")] unless r.first == :ok
-          [r.first == :ok ? :ok : r, outcome { gz.mtime.to_i }, (gz.write("") && gz.to_io.string.byteslice(4, 4))]
+          mtime = outcome { gz.mtime.to_i }
+          before = Time.now.to_i
+          gz.write("")
+          written = gz.to_io.string.byteslice(4, 4).unpack1("V")
+          # A setter that raised leaves mtime 0, and then the header takes the clock at the write: the two
+          # writers may see different seconds, so that case compares as "the clock", not as a number.
+          written = :clock if mtime == [:ok, 0] && written != 0 && written.between?(before, Time.now.to_i)
+          [r.first == :ok ? :ok : r, mtime, written]
         end
         expect(results[1]).to eq(results[0]), t.inspect
       end
