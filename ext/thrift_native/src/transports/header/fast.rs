@@ -40,8 +40,9 @@ pub struct HeaderBuffer {
     committed: usize,
 }
 
-impl HeaderBuffer {
-    pub fn plain(trans: VALUE) -> Option<Self> {
+/// A refill is the transport's method, which reads the next frame into a new StringIO.
+impl ReadBuffer for HeaderBuffer {
+    fn plain(trans: VALUE) -> Option<Self> {
         if !owns(trans) {
             return None;
         }
@@ -63,49 +64,6 @@ impl HeaderBuffer {
             pos,
             committed: pos,
         })
-    }
-
-    /// After Ruby code ran: the same StringIO carries on from this buffer's position (its String re-read), or from
-    /// its own if the two were in step (the Ruby code may have read from it: `skip`); another StringIO (the
-    /// transport read a frame) is picked up afresh.
-    pub fn resume(&mut self) -> bool {
-        if ivar(self.trans, &IVAR_READ_BUFFER) != self.io {
-            self.commit();
-            return match Self::plain(self.trans) {
-                Some(b) => {
-                    *self = b;
-                    true
-                }
-                None => false,
-            };
-        }
-        if self.pos == self.committed {
-            let Some(pos) = ask(self.io, &POS)
-                .and_then(rb::fixnum_value)
-                .and_then(|p| usize::try_from(p).ok())
-            else {
-                return false;
-            };
-            (self.pos, self.committed) = (pos, pos);
-        }
-        // SAFETY: `string` is a String held on this stack.
-        self.bytes = unsafe { HeldBytes::of(self.string) };
-        true
-    }
-
-    /// Hands the position to the StringIO.
-    pub fn commit(&mut self) {
-        if self.pos != self.committed {
-            hand_over(self.io, self.pos);
-            self.committed = self.pos;
-        }
-    }
-}
-
-/// A refill is the transport's method, which reads the next frame into a new StringIO.
-impl ReadBuffer for HeaderBuffer {
-    fn plain(trans: VALUE) -> Option<Self> {
-        HeaderBuffer::plain(trans)
     }
 
     #[inline(always)]
@@ -138,12 +96,40 @@ impl ReadBuffer for HeaderBuffer {
         result
     }
 
+    /// After Ruby code ran: the same StringIO carries on from this buffer's position (its String re-read), or from
+    /// its own if the two were in step (the Ruby code may have read from it: `skip`); another StringIO (the
+    /// transport read a frame) is picked up afresh.
     fn resume(&mut self, _trans: VALUE) -> bool {
-        HeaderBuffer::resume(self)
+        if ivar(self.trans, &IVAR_READ_BUFFER) != self.io {
+            self.commit();
+            return match Self::plain(self.trans) {
+                Some(b) => {
+                    *self = b;
+                    true
+                }
+                None => false,
+            };
+        }
+        if self.pos == self.committed {
+            let Some(pos) = ask(self.io, &POS)
+                .and_then(rb::fixnum_value)
+                .and_then(|p| usize::try_from(p).ok())
+            else {
+                return false;
+            };
+            (self.pos, self.committed) = (pos, pos);
+        }
+        // SAFETY: `string` is a String held on this stack.
+        self.bytes = unsafe { HeldBytes::of(self.string) };
+        true
     }
 
+    /// Hands the position to the StringIO.
     fn commit(&mut self) {
-        HeaderBuffer::commit(self)
+        if self.pos != self.committed {
+            hand_over(self.io, self.pos);
+            self.committed = self.pos;
+        }
     }
 }
 
