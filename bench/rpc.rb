@@ -6,8 +6,13 @@
 # shape of upstream's Nested4, about 1.4 MB in binary). Calls per second over one window, and objects the client
 # allocates per call.
 # Run by bench/run.rb in a child process per accelerator, in rounds that take the accelerators in turn (the best
-# round counts); prints one JSON line per measurement.
-#   ruby bench/rpc.rb pure|c|c-master|ours [seconds per measurement]
+# round counts), pinned to one CPU (server and client: a process woken on an idle other core waits about 60 us on
+# this VM); prints one JSON line per measurement.
+#
+# `floor`: no Thrift at all on the wire, the time the sockets themselves take: a plain Ruby client and server (forked)
+# exchange byte strings of the sizes of each call's request and reply frames (made once by the pure-Ruby library)
+# with IO#write and IO#read and nothing else.
+#   ruby bench/rpc.rb pure|c|c-master|ours|floor [seconds per measurement]
 
 require "json"
 require "socket"
@@ -19,7 +24,8 @@ require_relative "../test_support/codec_samples"
 
 IMPL = ARGV.fetch(0)
 SECONDS = Float(ARGV.fetch(1, "0.5"))
-Accelerator.load(IMPL)
+FLOOR = IMPL == "floor"
+Accelerator.load(FLOOR ? "pure" : IMPL)
 CodecTypes.load_service!(File.expand_path("idl/bench_service.thrift", __dir__))
 Accelerator.exit_unless_structs_run
 
@@ -52,6 +58,63 @@ def endpoint(kind, dir)
   end
 end
 
+# The request and the reply of `call` as the stack writes them (the pure-Ruby library's bytes; every accelerator writes
+# the same): the client's send_<call>(1), then the processor's answer to it.
+def frames(transport, protocol, call)
+  request_buffer = Thrift::MemoryBufferTransport.new
+  client = BenchService::Bench::Client.new(Accelerator.protocol_class(protocol).new(TRANSPORTS.fetch(transport).new(request_buffer)))
+  client.public_send("send_#{call}", 1)
+  request = request_buffer.read(request_buffer.available)
+  reply_buffer = Thrift::MemoryBufferTransport.new
+  # A BufferedTransport adds nothing to the bytes (and over a memory buffer its 4096-byte refill would fail).
+  server_in = Thrift::MemoryBufferTransport.new(request.dup)
+  server_in = Thrift::FramedTransport.new(server_in) if transport == "framed"
+  server_out = TRANSPORTS.fetch(transport).new(reply_buffer)
+  processor = BenchService::Bench::Processor.new(BenchHandler.new)
+  processor.process(Accelerator.protocol_class(protocol).new(server_in), Accelerator.protocol_class(protocol).new(server_out))
+  [request, reply_buffer.read(reply_buffer.available)]
+end
+
+# A plain socket pair for the floor: [server socket, how the client connects].
+def raw_endpoint(kind, dir)
+  if kind == "unix"
+    path = File.join(dir, "floor.sock")
+    [UNIXServer.new(path), -> { UNIXSocket.new(path) }]
+  else
+    server = TCPServer.new("127.0.0.1", 0)
+    port = server.addr[1]
+    [server, -> { TCPSocket.new("127.0.0.1", port).tap { |s| s.setsockopt(Socket::IPPROTO_TCP, Socket::TCP_NODELAY, 1) } }]
+  end
+end
+
+# The floor of one call: the client writes the request's bytes and reads the reply's, the server the other way round.
+def measure_floor(socket, request, reply, dir)
+  server, connect = raw_endpoint(socket, dir)
+  pid = fork do
+    conn = server.accept
+    conn.setsockopt(Socket::IPPROTO_TCP, Socket::TCP_NODELAY, 1) if socket == "tcp"
+    buf = String.new(capacity: request.bytesize)
+    loop do
+      break unless conn.read(request.bytesize, buf)
+
+      conn.write(reply)
+    end
+  end
+  server.close
+  sock = connect.call
+  buf = String.new(capacity: reply.bytesize)
+  exchange = Object.new
+  exchange.define_singleton_method(:call) do |_n|
+    sock.write(request)
+    sock.read(reply.bytesize, buf)
+  end
+  measure(exchange, :call, SECONDS)
+ensure
+  sock&.close
+  Process.wait(pid) if pid
+  FileUtils.rm_f(File.join(dir, "floor.sock"))
+end
+
 def measure(client, call, seconds)
   client.public_send(call, 1) # warm-up
   calls = 0
@@ -69,6 +132,14 @@ end
 
 Dir.mktmpdir("thrift_native_rpc") do |dir|
   %w[tcp unix].product(TRANSPORTS.keys, %w[binary compact]).each do |socket, transport, protocol|
+    if FLOOR
+      %w[small large].each do |call|
+        result = measure_floor(socket, *frames(transport, protocol, call), dir)
+        puts JSON.generate({ impl: IMPL, op: "#{socket} #{transport} #{protocol} #{call}" }.merge(result))
+        $stdout.flush
+      end
+      next
+    end
     server_socket, connect = endpoint(socket, dir)
     server_socket.listen
     processor = BenchService::Bench::Processor.new(BenchHandler.new)

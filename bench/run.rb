@@ -30,20 +30,24 @@ MASTER_BESIDE = !ENV["THRIFT_MASTER_RB"].nil? && !MASTER_LOADED
 IMPLS = with_yjit(MASTER_BESIDE ? %w[pure c c-master ours] : %w[pure c ours])
 BASE_LABELS = { "pure" => "pure Ruby", "c" => "C #{ENV.fetch("THRIFT_C_VERSION", "0.14")}", "c-master" => "C master",
                 "ours" => "thrift_native", "pure-master" => "pure Ruby (master)",
-                "ours-master" => "thrift_native (master)" }.freeze
+                "ours-master" => "thrift_native (master)", "floor" => "floor" }.freeze
 LABELS = BASE_LABELS.merge(BASE_LABELS.to_h { |i, label| ["#{i}+yjit", "#{label} +YJIT"] }).freeze
 MASTER_IMPLS = with_yjit(ENV["THRIFT_MASTER_RB"] ? %w[pure-master c-master ours-master] : [])
 RPC_IMPLS = with_yjit(%w[pure c ours] + (MASTER_BESIDE && ENV["THRIFT_MASTER_COMPILER"] ? %w[pure-master c-master ours-master] : []))
+# The RPC benchmark's client and server share one CPU (BENCH_RPC_CPU, taskset's list; "" for none): a process woken on
+# an idle other core waits about 60 us on this VM, more than a small call takes.
+RPC_CPU = (ENV.fetch("BENCH_RPC_CPU", "0") unless ENV["BENCH_RPC_CPU"] == "" || !system("taskset -c 0 true", err: File::NULL))
 RESULTS_DIR = File.expand_path(ENV.fetch("BENCH_RESULTS", File.join(__dir__, "results")))
 
 PROTOCOLS = %w[binary compact].freeze
 
-def run_suite(script, *args, impls: IMPLS)
+def run_suite(script, *args, impls: IMPLS, cpu: nil)
   results = Hash.new { |h, k| h[k] = {} }
   impls.each do |impl|
     $stderr.print "#{script} #{args.join(" ")} [#{LABELS[impl]}] "
     yjit = impl.end_with?("+yjit") ? ["--yjit"] : []
-    ChildRuby.each_line(*yjit, File.expand_path(script, __dir__), impl.delete_suffix("+yjit"), SECONDS, *args) do |line|
+    ChildRuby.each_line(*yjit, File.expand_path(script, __dir__), impl.delete_suffix("+yjit"), SECONDS, *args,
+                        cpu: cpu) do |line|
       row = JSON.parse(line)
       results[row.fetch("op")][impl] = row
       $stderr.print "."
@@ -59,9 +63,9 @@ end
 # repetitions, against shorter disturbances.
 ROUNDS = 3
 
-def run_rounds(script, *args, key:, higher: false, impls: IMPLS)
+def run_rounds(script, *args, key:, higher: false, impls: IMPLS, cpu: nil)
   better = higher ? ->(y, x) { y[key] > x[key] } : ->(y, x) { y[key] < x[key] }
-  Array.new(ROUNDS) { run_suite(script, *args, impls: impls) }.reduce do |best, round|
+  Array.new(ROUNDS) { run_suite(script, *args, impls: impls, cpu: cpu) }.reduce do |best, round|
     best.merge(round) { |_op, a, b| a.merge(b) { |_impl, x, y| better.call(y, x) ? y : x } }
   end
 end
@@ -127,15 +131,19 @@ def struct_table(results, impls = IMPLS, versus: %w[c-master c])
   render(header, rows)
 end
 
-# results: { op => { impl => row } }; higher is better here, so 'vs C' is ours / C, for each library measured.
+# results: { op => { impl => row } }; higher is better here, so 'vs C' is ours / C, for each library measured, and
+# 'vs floor' how many times the floor's time a call of ours takes (floor calls/s / ours).
 def rpc_table(results)
+  impls = RPC_IMPLS + ["floor"]
   pairs = [%w[ours c], %w[ours-master c-master]].select { |o, _| RPC_IMPLS.include?(o) }
   pairs += pairs.map { |o, c| ["#{o}+yjit", "#{c}+yjit"] } if YJIT
-  header = ["call", *RPC_IMPLS.map { |i| "#{LABELS[i]} calls/s" }, *pairs.map { |o, c| "#{LABELS[o]} vs #{LABELS[c]}" },
-            *counted(RPC_IMPLS).map { |i| "#{LABELS[i]} obj/call" }]
+  floors = pairs.map(&:first)
+  header = ["call", *impls.map { |i| "#{LABELS[i]} calls/s" }, *pairs.map { |o, c| "#{LABELS[o]} vs #{LABELS[c]}" },
+            *floors.map { |o| "#{LABELS[o]} vs floor" }, *counted(RPC_IMPLS).map { |i| "#{LABELS[i]} obj/call" }]
   rows = results.map do |op, by_impl|
-    [op, *RPC_IMPLS.map { |i| by_impl[i] ? format("%.1f", by_impl[i]["calls_per_second"]) : "n/a" },
+    [op, *impls.map { |i| by_impl[i] ? format("%.1f", by_impl[i]["calls_per_second"]) : "n/a" },
      *pairs.map { |o, c| ratio(by_impl, o, [c], "calls_per_second", higher: true) },
+     *floors.map { |o| ratio(by_impl, o, ["floor"], "calls_per_second") },
      *counted(RPC_IMPLS).map { |i| by_impl[i] ? format("%.1f", by_impl[i]["objects_per_call"]) : "n/a" }]
   end
   render(header, rows, 1)
@@ -197,10 +205,13 @@ unless MASTER_IMPLS.empty?
   save("header_stacks", header)
 end
 
-rpc = run_rounds("rpc.rb", key: "calls_per_second", higher: true, impls: RPC_IMPLS)
+rpc = run_rounds("rpc.rb", key: "calls_per_second", higher: true, impls: RPC_IMPLS + ["floor"], cpu: RPC_CPU)
 puts "\nRPC: the generated client calling a Thrift::SimpleServer (forked, the same accelerator) over loopback TCP " \
-     "and a UNIX socket; calls per second (higher is better; the best of 3 rounds that take the accelerators " \
-     "in turn; 'vs': thrift_native / C with the same library) and objects the client allocates per call\n\n"
+     "and a UNIX socket#{RPC_CPU ? ", both on CPU #{RPC_CPU}" : ""}; calls per second (higher is better; the best of 3 " \
+     "rounds that take the accelerators in turn; 'vs C': thrift_native / C with the same library; floor: a plain " \
+     "Ruby client and server exchanging frames of the same sizes with IO#write and IO#read, 'vs floor': the floor's " \
+     "calls per second / thrift_native's, how many times the floor's time a call takes) and objects the client " \
+     "allocates per call\n\n"
 puts rpc_table(rpc)
 save("rpc", rpc)
 

@@ -53,9 +53,11 @@ module ChildRuby
     Marshal.load(run(script, *args.map(&:to_s), env: env, input: stdin, binmode: true))
   end
 
-  # `ruby *args`, each line of its stdout yielded as it comes (a benchmark's progress); a failure raises.
-  def each_line(*args, env: {})
-    Open3.popen2(env, RbConfig.ruby, *args) do |_stdin, out, wait|
+  # `ruby *args`, each line of its stdout yielded as it comes (a benchmark's progress); a failure raises. `cpu`: the
+  # CPU list (taskset's) the child and its own children run on.
+  def each_line(*args, env: {}, cpu: nil)
+    command = cpu ? ["taskset", "-c", cpu, RbConfig.ruby] : [RbConfig.ruby]
+    Open3.popen2(env, *command, *args) do |_stdin, out, wait|
       out.each_line { |line| yield line }
       raise Failed, "child Ruby (#{args.first(4).join(" ")}) failed" unless wait.value.success?
     end
