@@ -10,6 +10,7 @@
 # whose ext/ you have built (`ruby extconf.rb && make` in it); nothing of it is part of this project.
 
 require "json"
+require_relative "batches"
 
 IMPL = ARGV.fetch(0)
 SECONDS = Float(ARGV.fetch(1, "0.3"))
@@ -27,21 +28,6 @@ OPS = [
   [:byte, -5], [:bool, true], [:i16, -1234], [:i32, 123_456_789], [:i64, 1 << 40], [:double, 1234.5],
   [:string, "hello, thrift"], [:binary, "\x00\x01binary".b], [:uuid, UUID]
 ].freeze
-
-def measure(batch)
-  calls = 0
-  allocated = 0
-  elapsed = 0.0
-  batch.call # warm-up
-  while elapsed < SECONDS
-    before = GC.stat(:total_allocated_objects)
-    t0 = Process.clock_gettime(Process::CLOCK_MONOTONIC)
-    calls += batch.call
-    elapsed += Process.clock_gettime(Process::CLOCK_MONOTONIC) - t0
-    allocated += GC.stat(:total_allocated_objects) - before
-  end
-  [elapsed * 1e9 / calls, allocated.to_f / calls]
-end
 
 TYPES = { byte: Thrift::Types::BYTE, bool: Thrift::Types::BOOL, i16: Thrift::Types::I16, i32: Thrift::Types::I32,
           i64: Thrift::Types::I64, double: Thrift::Types::DOUBLE, string: Thrift::Types::STRING,
@@ -100,7 +86,7 @@ OPS.each do |name, value|
   RUBY
   # reset_buffer copies `data` into the buffer once per batch; that copy is part of every implementation's figure.
   [[reader, read_batch], [writer, write_batch]].each do |op, batch|
-    ns, objects = measure(batch)
+    ns, objects = measure_batches(batch, SECONDS)
     puts JSON.generate(impl: IMPL, protocol: PROTOCOL_NAME, op: op, ns_per_call: ns.round(1), objects_per_call: objects.round(4))
     $stdout.flush
   end

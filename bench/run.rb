@@ -178,6 +178,12 @@ puts "\nStruct read/write over a MemoryBufferTransport (total seconds for the co
 puts struct_table(structs)
 save("structs", structs)
 
+struct_new = { "-" => run_rounds("struct_new.rb", key: "ns_per_call") }
+puts "\n`new` of structs and unions (Thrift::Struct#initialize, Thrift::Union#initialize; ns and objects per `new`, " \
+     "which count the keyword Hash a call passes; C: the library's own initialize, which no C accelerator replaces)\n\n"
+puts table(struct_new)
+save("struct_new", struct_new)
+
 json_primitives = { "json" => run_rounds("primitives.rb", "json", key: "ns_per_call") }
 puts "\nJsonProtocol primitives over a MemoryBufferTransport, each in a list of them (ns/call and objects/call; the C " \
      "columns: the pure-Ruby protocol's methods, which no C accelerator covers, over its MemoryBufferTransport)\n\n"

@@ -84,7 +84,30 @@ module ThriftNative
     end
 
     def prepend(*modules)
-      modules.each { |m| m.instance_methods(true).each { |name| ThriftNative.__send__(:method_changed, self, name.to_s) } }
+      FastPathGuard.report(self, modules)
+      super
+    end
+
+    # A module included later comes before the modules included earlier (Thrift::Struct, Thrift::Struct_Union).
+    def include(*modules)
+      FastPathGuard.report(self, modules)
+      super
+    end
+
+    def self.report(klass, modules)
+      modules.each do |m|
+        (m.instance_methods(true) + m.private_instance_methods(true)).each do |name|
+          ThriftNative.__send__(:method_changed, klass, name.to_s)
+        end
+      end
+    end
+  end
+
+  # Struct classes include Thrift::Struct (unions subclass Thrift::Union and inherit its hooks): their method changes
+  # are reported too, for the native initialize's check that a class keeps the library's methods.
+  module StructIncludedGuard
+    def included(base)
+      base.singleton_class.prepend(FastPathGuard) if base.is_a?(Class)
       super
     end
   end
@@ -99,11 +122,14 @@ module ThriftNative
       end
     end
   end
-  private_constant :FastPathGuard, :SingletonGuard
+  private_constant :FastPathGuard, :SingletonGuard, :StructIncludedGuard
 
   # The classes the extension's fast paths rely on, as it registered them.
   __send__(:watched_classes).each do |klass, singleton_methods_too|
     klass.singleton_class.prepend(FastPathGuard)
     klass.singleton_class.prepend(SingletonGuard) if singleton_methods_too
   end
+  Thrift::Struct.singleton_class.prepend(StructIncludedGuard)
+  # Struct classes defined before this file loaded.
+  ObjectSpace.each_object(Class) { |c| c.singleton_class.prepend(FastPathGuard) if !c.singleton_class? && c < Thrift::Struct }
 end

@@ -46,3 +46,30 @@ module CodecTest
     ::Thrift::Struct.generate_accessors self
   end
 end
+
+module CodecTypes
+  # A new struct class of ten fields, five of them with defaults (scalars and Strings, one frozen), as the issue's
+  # `Struct.new` benchmark has it: a fresh class per call, for specs that change one.
+  def self.ten_fields_class(name = "TenFields")
+    Class.new do
+      include ::Thrift::Struct
+      include ::Thrift::Struct_Union
+      t = ::Thrift::Types
+      const_set(:FIELDS, {
+        1 => { type: t::I32, name: "a" }, 2 => { type: t::STRING, name: "b" },
+        3 => { type: t::I32, name: "c", default: 3 }, 4 => { type: t::I64, name: "d", default: 2**70 },
+        5 => { type: t::STRING, name: "e", default: "five" }, 6 => { type: t::BOOL, name: "f", default: false },
+        7 => { type: t::DOUBLE, name: "g", default: 7.5 }, 8 => { type: t::STRING, name: "h" },
+        9 => { type: t::I32, name: "i" }, 10 => { type: t::STRING, name: "j", default: "ten".freeze }
+      })
+      def struct_fields = self.class::FIELDS
+      def validate; end
+      define_singleton_method(:name) { name }
+      ::Thrift::Struct.generate_accessors(self)
+    end
+  end
+end
+
+module CodecTest
+  TenFields = CodecTypes.ten_fields_class("CodecTest::TenFields")
+end

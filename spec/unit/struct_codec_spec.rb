@@ -24,14 +24,15 @@ RSpec.describe "Thrift::Struct and Thrift::Union read/write" do
   # The dispatch path: a protocol subclass (exactly as a user's own protocol would be).
   let(:dispatching) { Class.new(Thrift::BinaryProtocolAccelerated) }
 
-  it "replaces read and write on Thrift::Struct and Thrift::Union with arity -1" do
+  it "replaces read, write and initialize on Thrift::Struct and Thrift::Union with arity -1 (initialize private)" do
     [Thrift::Struct, Thrift::Union].each do |mod|
-      %i[read write].each do |m|
+      %i[read write initialize].each do |m|
         expect(mod.instance_method(m).arity).to eq(-1)
         expect(mod.instance_method(m).source_location).to be_nil
       end
+      expect(mod.private_method_defined?(:initialize)).to be(true)
+      expect(ThriftNative.const_get(:NATIVE_METHODS)[mod]).to contain_exactly(:read, :write, :initialize)
     end
-    expect(ThriftNative.const_get(:NATIVE_METHODS)[Thrift::Struct]).to contain_exactly(:read, :write)
   end
 
   describe "round trips" do

@@ -5,10 +5,13 @@
 //! asked) and reports every change to [`method_changed`], which trips the guards that watch it: from then on their fast
 //! paths call the Ruby methods.
 //!
+//! [`method_changes`] counts every change reported, so that a check made per class (which of its methods are still the
+//! library's) can tell when to look again.
+//!
 //! [`Originals`] keeps a class's own Ruby methods from before ours replaced them, for the native methods to call
 //! where they do not apply (a subclass, a monkey patch, odd state).
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use magnus::{Error, RArray, Ruby};
@@ -43,6 +46,9 @@ struct Watched {
 /// Filled while the extension loads, read when Ruby code changes a method.
 static WATCHED: Mutex<Vec<Watched>> = Mutex::new(Vec::new());
 
+/// How many method changes were reported (of any hooked class, any name).
+static CHANGES: AtomicU64 = AtomicU64::new(0);
+
 impl Guard {
     pub const fn new() -> Self {
         Guard {
@@ -70,6 +76,7 @@ impl Guard {
 /// guards watching that change are tripped. lib/thrift_native.rb's hooks call it, for every class they watch and
 /// the subclasses of those (which no guard watches: the fast paths only take exact instances).
 pub fn method_changed(class: VALUE, name: &str) {
+    CHANGES.fetch_add(1, Ordering::Relaxed);
     let watched = WATCHED.lock().unwrap_or_else(|e| e.into_inner());
     for w in watched.iter().filter(|w| w.class == class as usize) {
         let trips = match w.watch {
@@ -80,6 +87,13 @@ pub fn method_changed(class: VALUE, name: &str) {
             w.guard.intact.store(false, Ordering::Relaxed);
         }
     }
+}
+
+/// How many method changes lib/thrift_native.rb's hooks have reported so far: a per-class check made at one count
+/// holds until the count moves.
+#[inline(always)]
+pub fn method_changes() -> u64 {
+    CHANGES.load(Ordering::Relaxed)
 }
 
 /// `[[class, singleton_methods_too], ...]`: the classes lib/thrift_native.rb hooks, each once.
@@ -149,6 +163,31 @@ impl<const N: usize> Originals<N> {
         call.push(this);
         call.extend_from_slice(args);
         rb::funcall(unbound, BIND_CALL.get(), &call)
+    }
+
+    /// The kept method `names[i]` called on `this`, given the block the running native method was called with.
+    pub fn call_with_block(&self, i: usize, this: VALUE, args: &[VALUE]) -> Result<VALUE, Error> {
+        // SAFETY: rb_block_given_p only reads the running frame.
+        if unsafe { rb_sys::rb_block_given_p() } == 0 {
+            return self.call(i, this, args);
+        }
+        let unbound = self.methods[i].load(Ordering::Relaxed) as VALUE;
+        assert!(unbound != 0, "a native method calls only a kept original");
+        let mut call = Vec::with_capacity(args.len() + 1);
+        call.push(this);
+        call.extend_from_slice(args);
+        // SAFETY: protected; the block's Proc (from the running native method's frame) and `call` stay on this stack
+        // for the whole call.
+        magnus::rb_sys::protect(|| unsafe {
+            let block = rb_sys::rb_block_proc();
+            rb_sys::rb_funcall_with_block(
+                unbound,
+                BIND_CALL.get(),
+                call.len() as _,
+                call.as_ptr(),
+                block,
+            )
+        })
     }
 
     /// The kept method `name` called on `this`.

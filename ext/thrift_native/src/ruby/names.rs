@@ -156,6 +156,12 @@ define_rb_intern!(
     KEYS => "keys",
     DUP => "dup",
     NAME_TO_ID => "name_to_id",
+    OWNER => "owner",
+    TYPE_CHECKING => "type_checking",
+    IVAR_TYPE_CHECKING => "@type_checking",
+    FIELDS_WITH_DEFAULT_VALUES => "fields_with_default_values",
+    IVAR_FIELDS_WITH_DEFAULT_VALUES => "@fields_with_default_values",
+    IVAR_NAMES_TO_IDS => "@names_to_ids",
     TO_S => "to_s",
     FIELDS => "FIELDS",
 );

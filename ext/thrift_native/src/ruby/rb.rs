@@ -44,6 +44,26 @@ pub fn funcall(recv: VALUE, method: ID, args: &[VALUE]) -> Result<VALUE, Error> 
     protect(|| unsafe { rb_sys::rb_funcallv(recv, method, args.len() as _, args.as_ptr()) })
 }
 
+/// `::String`.
+#[inline(always)]
+pub fn string_class() -> VALUE {
+    // SAFETY: rb_cString is set when Ruby boots, before any extension loads, and never changes.
+    unsafe { rb_sys::rb_cString }
+}
+
+/// `::Hash`.
+#[inline(always)]
+pub fn hash_class() -> VALUE {
+    // SAFETY: rb_cHash is set when Ruby boots, before any extension loads, and never changes.
+    unsafe { rb_sys::rb_cHash }
+}
+
+/// `:name`, a static Symbol.
+pub fn symbol(name: &str) -> VALUE {
+    // SAFETY: rb_id2sym of an interned ID never raises.
+    unsafe { rb_sys::rb_id2sym(intern(name)) }
+}
+
 /// A method or ivar name, interned on first use (idempotent, so racing threads agree).
 pub struct StaticId {
     name: &'static str,
@@ -462,6 +482,55 @@ where
         return Err(e);
     }
     walked.map(drop)
+}
+
+/// Where `hash_pairs` copies to, and how far it got.
+struct PairsOut {
+    out: *mut (VALUE, VALUE),
+    room: usize,
+    len: usize,
+}
+
+/// `hash_pairs`' callback: one pair copied, or the walk stopped when there is no room (`len` then exceeds `room`).
+///
+/// # Safety
+/// `arg` must be the address of a live `PairsOut` whose `out` has `room` slots.
+unsafe extern "C" fn copy_pair_callback(key: VALUE, value: VALUE, arg: VALUE) -> c_int {
+    const ST_CONTINUE: c_int = 0;
+    const ST_STOP: c_int = 1;
+    // SAFETY: the caller's promise: `arg` is the PairsOut that `hash_pairs` keeps alive across rb_hash_foreach.
+    let ctx = unsafe { &mut *(arg as *mut PairsOut) };
+    if ctx.len == ctx.room {
+        ctx.len += 1;
+        return ST_STOP;
+    }
+    // SAFETY: `len < room`, a slot of `out`.
+    unsafe { ctx.out.add(ctx.len).write((key, value)) };
+    ctx.len += 1;
+    ST_CONTINUE
+}
+
+/// Copies `hash`'s pairs, in order, into `out` (a buffer on the caller's stack, which the GC scans): their count, or
+/// None when `out` has too little room. Runs no Ruby code and needs no `protect`.
+///
+/// # Safety
+/// `hash` must be a Hash.
+pub unsafe fn hash_pairs(hash: VALUE, out: &mut [(VALUE, VALUE)]) -> Option<usize> {
+    let mut ctx = PairsOut {
+        out: out.as_mut_ptr(),
+        room: out.len(),
+        len: 0,
+    };
+    // SAFETY: rb_hash_foreach raises only when the Hash is changed during the walk, and the callback runs no Ruby
+    // code and cannot panic; `ctx` outlives the call.
+    unsafe {
+        rb_sys::rb_hash_foreach(
+            hash,
+            Some(copy_pair_callback),
+            &mut ctx as *mut PairsOut as VALUE,
+        )
+    };
+    (ctx.len <= ctx.room).then_some(ctx.len)
 }
 
 /// `rb_set_foreach`'s callback: one element to `f`.

@@ -53,7 +53,13 @@ impl Build<'static> for RubyBuilder<'_> {
     ) -> Result<(RubyStruct, &'static StructPlan, Ran), Error> {
         let class = *class;
         let plan = plan_for(self.ruby, class)?;
-        if !plan.plain_initialize {
+        // Looking the class's methods up again calls Ruby (`instance_method`), as `new` does: either way the source
+        // resyncs.
+        let (owners, looked_up) = match plan.owners.known() {
+            Some(owners) => (owners, false),
+            None => (plan.owners()?, true),
+        };
+        if !owners.plain_initialize() {
             let obj = rb::funcall(class, NEW.get(), &[])?;
             return Ok((RubyStruct::existing(obj, plan), &plan.def, Ran::HostCode));
         }
@@ -70,7 +76,12 @@ impl Build<'static> for RubyBuilder<'_> {
             fresh: true,
             pending: PendingDefaults::default(),
         };
-        Ok((s, &plan.def, Ran::OnlyRust))
+        let ran = if looked_up {
+            Ran::HostCode
+        } else {
+            Ran::OnlyRust
+        };
+        Ok((s, &plan.def, ran))
     }
 
     fn struct_begin(&mut self, s: &mut RubyStruct, native: bool) -> Result<(), Error> {

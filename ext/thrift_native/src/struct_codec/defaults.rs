@@ -67,7 +67,7 @@ pub fn apply(
 }
 
 /// `default.dup rescue default` (StandardError only), without a call for values whose dup is themselves.
-fn dup_default(default: VALUE) -> Result<VALUE, Error> {
+pub(super) fn dup_default(default: VALUE) -> Result<VALUE, Error> {
     if rb::is_special_const(default)
         || rb::builtin_type(default) == Some(rb_sys::ruby_value_type::RUBY_T_FLOAT)
     {

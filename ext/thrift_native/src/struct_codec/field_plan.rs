@@ -20,6 +20,7 @@ use thrift_native_core::ttype;
 use crate::ruby::ivars::{IvarSlot, IvarStore};
 use crate::ruby::names::FIELDS;
 use crate::ruby::rb;
+use crate::struct_codec::owners::{Found, Owners};
 use crate::thrift::thrift;
 
 /// A declared type; `Kind::Struct` holds the struct or union class (its own plan is looked up when used).
@@ -46,14 +47,33 @@ pub struct RubyField {
     pub default: VALUE,
 }
 
+/// The keys of a class's defaults Hash (`@fields_with_default_values`, Strings) in the order the native `initialize`
+/// last walked them, each with the index of the field it names: a key found at its place costs one comparison
+/// instead of a match of its bytes. Marked with the plan (a key the Hash drops stays alive until the next walk
+/// replaces the list, so that a new String at a freed key's address cannot pass for it).
+#[derive(Debug, Default)]
+pub struct DefaultKeys(UnsafeCell<Vec<(VALUE, usize)>>);
+
+// SAFETY: read and replaced only on a Ruby thread holding the GVL, never across a call into Ruby (see `with`).
+unsafe impl Sync for DefaultKeys {}
+
+impl DefaultKeys {
+    /// Runs `f` on the list. `f` must not call Ruby code (nothing else may touch the list meanwhile).
+    pub fn with<R>(&self, f: impl FnOnce(&mut Vec<(VALUE, usize)>) -> R) -> R {
+        // SAFETY: the GVL is held and `f` calls no Ruby code: no other borrow of the cell exists while it runs.
+        f(unsafe { &mut *self.0.get() })
+    }
+}
+
 #[derive(Debug)]
 pub struct ClassPlan {
     pub class: VALUE,
     /// The FIELDS Hash this plan was built from.
     pub fields_hash: VALUE,
-    /// The class still uses Thrift::Struct's (or Thrift::Union's) own `initialize`, so a nested instance can be
-    /// allocated and given its defaults without running Ruby code.
-    pub plain_initialize: bool,
+    /// Which of the class's methods are still the library's (asked again after a method changes).
+    pub owners: Owners,
+    /// The keys of the defaults Hash as the native `initialize` last walked it.
+    pub default_keys: DefaultKeys,
     /// True when some field has a non-nil default.
     pub has_defaults: bool,
     /// The fields (in FIELDS order, the order defaults are applied in) as the core's codec reads them.
@@ -61,6 +81,12 @@ pub struct ClassPlan {
 }
 
 impl ClassPlan {
+    /// Which of the class's methods are still the library's.
+    #[inline]
+    pub fn owners(&self) -> Result<Found, Error> {
+        self.owners.of(self.class, self.def.is_union())
+    }
+
     fn mark(&self) {
         let mark = |v: VALUE| {
             if !rb::is_special_const(v) {
@@ -70,6 +96,10 @@ impl ClassPlan {
         };
         mark(self.class);
         mark(self.fields_hash);
+        // SAFETY: marking runs with the GVL held, while no native initialize is changing the keys.
+        for &(key, _) in unsafe { &*self.default_keys.0.get() }.iter() {
+            mark(key);
+        }
         for f in self.def.fields() {
             let e = &f.extra;
             for v in [e.id_value, e.name, e.symbol, e.default] {
@@ -188,13 +218,11 @@ fn build(ruby: &Ruby, class: VALUE, fields: VALUE) -> Result<ClassPlan, Error> {
     let is_union: bool = class_value
         .funcall("<=", (union,))
         .map(|v: Option<bool>| v == Some(true))?;
-    let initialize: Value = class_value.funcall("instance_method", (sym(ruby, "initialize"),))?;
-    let owner: Value = initialize.funcall("owner", ())?;
-    let plain_owner = if is_union { t.union } else { t.struct_module };
     Ok(ClassPlan {
         class,
         fields_hash: fields,
-        plain_initialize: owner.as_raw() == plain_owner,
+        owners: Owners::new(),
+        default_keys: DefaultKeys::default(),
         has_defaults,
         def: StructDef::new(plans, is_union),
     })

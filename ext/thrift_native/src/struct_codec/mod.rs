@@ -11,6 +11,8 @@
 //!   field and no field-header Arrays;
 //! - `json/`: the same for an exact `Thrift::JsonProtocol` over a plain MemoryBufferTransport or an exact
 //!   FramedTransport or BufferedTransport;
+//! - `initialize.rs`: `Thrift::Struct#initialize` and `Thrift::Union#initialize`, for classes whose methods are the
+//!   library's (`owners.rs`, which the decoder asks too before it allocates a nested struct);
 //! - `dispatch.rs`: every other protocol, called as the C accelerator calls it, so that mocks and other protocols
 //!   see the same call sequence.
 
@@ -19,8 +21,10 @@ mod defaults;
 mod dispatch;
 mod fast;
 pub mod field_plan;
+mod initialize;
 mod inspect;
 mod json;
+mod owners;
 mod sets;
 
 use magnus::rb_sys::AsRawValue;
@@ -273,5 +277,18 @@ pub fn init(ruby: &Ruby) -> Result<(), Error> {
     )?;
     registry::define_method(ruby, union, "read", magnus::method!(read, -1))?;
     registry::define_method(ruby, union, "write", magnus::method!(union_write, -1))?;
+    initialize::init(ruby)?;
+    registry::define_method(
+        ruby,
+        struct_module,
+        "initialize",
+        magnus::method!(initialize::struct_initialize, -1),
+    )?;
+    registry::define_method(
+        ruby,
+        union,
+        "initialize",
+        magnus::method!(initialize::union_initialize, -1),
+    )?;
     Ok(())
 }

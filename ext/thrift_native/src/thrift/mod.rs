@@ -51,6 +51,9 @@ pub struct Thrift {
     /// `Thrift::Struct` (a module) and `Thrift::Union` (a class).
     pub struct_module: VALUE,
     pub union: VALUE,
+    /// `Thrift::Struct_Union` (what both include: `name_to_id`) and `::Kernel` (`instance_variable_set`'s owner).
+    pub struct_union: VALUE,
+    pub kernel: VALUE,
     /// `::Set`.
     pub set_class: VALUE,
     pub bytes: VALUE,
@@ -172,6 +175,8 @@ pub fn probe(ruby: &Ruby) -> Result<&'static Thrift, Error> {
     let bytes: RModule = module.const_get("Bytes")?;
     let struct_module = const_value(module, "Struct")?;
     let union = const_value(module, "Union")?;
+    let struct_union = const_value(module, "Struct_Union")?;
+    let kernel = const_value(ruby.class_object(), "Kernel")?;
     let set_class = const_value(ruby.class_object(), "Set")?;
 
     let code = |name: &str| protocol_exception.const_get::<_, i64>(name);
@@ -220,6 +225,8 @@ pub fn probe(ruby: &Ruby) -> Result<&'static Thrift, Error> {
         module: pinned(module),
         struct_module: pinned(struct_module),
         union: pinned(union),
+        struct_union: pinned(struct_union),
+        kernel: pinned(kernel),
         set_class: pinned(set_class),
         bytes: pinned(bytes),
         memory_buffer: pinned(memory_buffer),

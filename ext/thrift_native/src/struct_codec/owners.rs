@@ -1,0 +1,98 @@
+//! Which of a struct or union class's methods are still the library's own: the native `initialize` and the decoder's
+//! allocation of nested structs reproduce those methods, so they apply only to a class that keeps them.
+//!
+//! A class may override them when it is defined, or later (a monkey patch, RSpec's `allow_any_instance_of`). The
+//! answer is kept with the class's field plan and asked again after lib/thrift_native.rb's hooks report a method
+//! change anywhere (`guard::method_changes`): struct classes get those hooks when they include `Thrift::Struct`,
+//! unions inherit them from `Thrift::Union`.
+
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+
+use magnus::Error;
+use rb_sys::VALUE;
+
+use crate::ruby::guard;
+use crate::ruby::names::{INSTANCE_METHOD, OWNER};
+use crate::ruby::rb;
+use crate::thrift::thrift;
+
+/// What a check found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Found(u8);
+
+impl Found {
+    const INITIALIZE: u8 = 1;
+    const COLLABORATORS: u8 = 2;
+
+    /// `initialize` is Thrift::Struct's (or Thrift::Union's): a new instance can be made without running Ruby code.
+    pub fn plain_initialize(self) -> bool {
+        self.0 & Self::INITIALIZE != 0
+    }
+
+    /// `fields_with_default_values`, `name_to_id` and `instance_variable_set` are the library's (Thrift::Struct's,
+    /// Thrift::Struct_Union's, Kernel's): what `Thrift::Struct#initialize` calls.
+    pub fn plain_collaborators(self) -> bool {
+        self.0 & Self::COLLABORATORS != 0
+    }
+}
+
+/// A class's answer, and the count of method changes it was found at.
+#[derive(Debug)]
+pub struct Owners {
+    checked_at: AtomicU64,
+    found: AtomicU8,
+}
+
+impl Owners {
+    pub const fn new() -> Self {
+        Owners {
+            checked_at: AtomicU64::new(u64::MAX),
+            found: AtomicU8::new(0),
+        }
+    }
+
+    /// The answer, if it is still current (no method changed since it was found).
+    #[inline]
+    pub fn known(&self) -> Option<Found> {
+        (self.checked_at.load(Ordering::Relaxed) == guard::method_changes())
+            .then(|| Found(self.found.load(Ordering::Relaxed)))
+    }
+
+    /// The answer for `class` (the class this is kept for), looked up again (Ruby calls) if a method changed since.
+    #[inline]
+    pub fn of(&self, class: VALUE, is_union: bool) -> Result<Found, Error> {
+        let now = guard::method_changes();
+        if self.checked_at.load(Ordering::Relaxed) == now {
+            return Ok(Found(self.found.load(Ordering::Relaxed)));
+        }
+        let found = look_up(class, is_union)?;
+        // A change reported while looking up leaves `now` behind the count: the next call looks again.
+        self.found.store(found.0, Ordering::Relaxed);
+        self.checked_at.store(now, Ordering::Relaxed);
+        Ok(found)
+    }
+}
+
+/// `class.instance_method(name).owner == owner`.
+fn owned_by(class: VALUE, name: &str, owner: VALUE) -> Result<bool, Error> {
+    let method = rb::funcall(class, INSTANCE_METHOD.get(), &[rb::symbol(name)])?;
+    Ok(rb::funcall(method, OWNER.get(), &[])? == owner)
+}
+
+#[cold]
+fn look_up(class: VALUE, is_union: bool) -> Result<Found, Error> {
+    let t = thrift();
+    let mut found = 0;
+    let plain_owner = if is_union { t.union } else { t.struct_module };
+    if owned_by(class, "initialize", plain_owner)? {
+        found |= Found::INITIALIZE;
+    }
+    if !is_union
+        && owned_by(class, "fields_with_default_values", t.struct_module)?
+        && owned_by(class, "name_to_id", t.struct_union)?
+        && owned_by(class, "instance_variable_set", t.kernel)?
+    {
+        found |= Found::COLLABORATORS;
+    }
+    Ok(Found(found))
+}
