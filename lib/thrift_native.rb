@@ -83,19 +83,23 @@ module ThriftNative
       super
     end
 
+    # Reported before (a fast path must stop relying on the class) and after (a check made meanwhile, by another
+    # thread, must be made again with the module in place).
     def prepend(*modules)
       FastPathGuard.report(self, modules)
-      super
+      super.tap { FastPathGuard.report(self, modules) }
     end
 
     # A module included later comes before the modules included earlier (Thrift::Struct, Thrift::Struct_Union).
     def include(*modules)
       FastPathGuard.report(self, modules)
-      super
+      super.tap { FastPathGuard.report(self, modules) }
     end
 
     def self.report(klass, modules)
       modules.each do |m|
+        next unless m.is_a?(Module) # Ruby's own TypeError follows
+
         (m.instance_methods(true) + m.private_instance_methods(true)).each do |name|
           ThriftNative.__send__(:method_changed, klass, name.to_s)
         end
@@ -104,11 +108,20 @@ module ThriftNative
   end
 
   # Struct classes include Thrift::Struct (unions subclass Thrift::Union and inherit its hooks): their method changes
-  # are reported too, for the native initialize's check that a class keeps the library's methods.
+  # are reported too, for the native initialize's check that a class keeps the library's methods. A module that
+  # includes Thrift::Struct passes the hook on to the classes that include it.
   module StructIncludedGuard
     def included(base)
-      base.singleton_class.prepend(FastPathGuard) if base.is_a?(Class)
+      if base.is_a?(Class)
+        StructIncludedGuard.watch(base)
+      else
+        base.singleton_class.prepend(StructIncludedGuard)
+      end
       super
+    end
+
+    def self.watch(klass)
+      klass.singleton_class.prepend(FastPathGuard) unless klass.frozen?
     end
   end
 
@@ -131,5 +144,8 @@ module ThriftNative
   end
   Thrift::Struct.singleton_class.prepend(StructIncludedGuard)
   # Struct classes defined before this file loaded.
-  ObjectSpace.each_object(Class) { |c| c.singleton_class.prepend(FastPathGuard) if !c.singleton_class? && c < Thrift::Struct }
+  below = Module.instance_method(:<) # the classes' own `<` (Comparable's, say) is not asked
+  ObjectSpace.each_object(Class) do |c|
+    StructIncludedGuard.watch(c) if !c.singleton_class? && below.bind_call(c, Thrift::Struct)
+  end
 end

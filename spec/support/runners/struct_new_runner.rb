@@ -46,6 +46,16 @@ end
 
 class HashSubclass < Hash; end
 
+# A key whose eql? raises once armed (a small Hash compares keys as it is walked).
+class RaisingKey < KeyNamed
+  class << self
+    attr_accessor :armed
+  end
+
+  def hash = 0
+  def eql?(other) = self.class.armed ? raise(IOError, "eql? called") : equal?(other)
+end
+
 def describe_ivars(obj)
   defaults = obj.class.const_defined?(:FIELDS) ? obj.class::FIELDS.values.map { |f| f[:default] } : []
   obj.instance_variables.map do |iv|
@@ -58,7 +68,7 @@ def make(klass, *args, **kw, &block)
   obj = klass.new(*args, **kw, &block)
   [:ok, describe_ivars(obj), klass.instance_variables.sort]
 rescue StandardError, ScriptError => e
-  Outcome.failed(e, Outcome.first_line(e).sub(/0x\h+/, "0x"))
+  Outcome.failed(e, Outcome.first_line(e).gsub(/0x\h+/, "0x"))
 end
 
 def type_checking
@@ -136,6 +146,28 @@ cases = {
     k.include(Module.new { def fields_with_default_values = { "c" => 33 } })
     make(k)
   },
+  "keys whose eql? raises" => lambda {
+    h = { RaisingKey.new("count") => 1, RaisingKey.new("name") => 2 }
+    RaisingKey.armed = true
+    make(Defaults, h).tap { RaisingKey.armed = false }
+  },
+  "Thrift::Struct included through a module, then overridden" => lambda {
+    base = Module.new { include ::Thrift::Struct, ::Thrift::Struct_Union }
+    k = Class.new do
+      include base
+      const_set(:FIELDS, { 1 => { type: ::Thrift::Types::I32, name: "a" } })
+      def struct_fields = self.class::FIELDS
+      ::Thrift::Struct.generate_accessors(self)
+    end
+    k.new(a: 1)
+    k.define_method(:instance_variable_set) { |n, v| super(n, v * 10) }
+    make(k, a: 1)
+  },
+  "name_to_id undefined" => lambda {
+    k = CodecTypes.ten_fields_class
+    k.send(:undef_method, :name_to_id)
+    [make(k), make(k, a: 1)]
+  },
   "a subclass with its own initialize" => lambda {
     sub = Class.new(Defaults) { def initialize(x) = super(count: x) }
     make(sub, 12)
@@ -150,7 +182,7 @@ cases = {
     begin
       obj.send(:initialize, count: 2)
     rescue StandardError => e
-      Outcome.failed(e, Outcome.first_line(e).sub(/0x\h+/, "0x"))
+      Outcome.failed(e, Outcome.first_line(e).gsub(/0x\h+/, "0x"))
     end
   },
   "a union: nothing" => -> { make(Choice) },
@@ -161,6 +193,9 @@ cases = {
   "a union: an empty Hash" => -> { make(Choice, {}) },
   "a union: two pairs" => -> { make(Choice, number: 5, text: "t") },
   "a union: nil name, a value" => -> { make(Choice, nil, 5) },
+  "a union: false name, a value" => -> { make(Choice, false, 5) },
+  "a union: false name, no value" => -> { make(Choice, false) },
+  "a union: a one-pair Hash with an object key" => -> { make(Choice, { KeyNamed.new("number") => 5 }) },
   "a union: a name, nil value" => -> { make(Choice, :number, nil) },
   "a union: a Hash subclass" => -> { make(Choice, HashSubclass[number: 5]) },
   "a union: three arguments" => -> { make(Choice, :number, 5, 6) },

@@ -1,7 +1,7 @@
 //! The fast paths' one guard. A fast path does natively what a class's Ruby methods would do only while those methods
 //! are the ones it reproduces; the file that takes the fast path owns its [`Guard`] and registers here the classes it
 //! relies on ([`Guard::watch`]). lib/thrift_native.rb asks for those classes ([`watched_classes`]), hooks each one's
-//! method changes (`method_added`, `method_removed`, `method_undefined`, a `prepend`; singleton methods too where
+//! method changes (`method_added`, `method_removed`, `method_undefined`, a `prepend` or `include`; singleton methods too where
 //! asked) and reports every change to [`method_changed`], which trips the guards that watch it: from then on their fast
 //! paths call the Ruby methods.
 //!
@@ -176,8 +176,8 @@ impl<const N: usize> Originals<N> {
         let mut call = Vec::with_capacity(args.len() + 1);
         call.push(this);
         call.extend_from_slice(args);
-        // SAFETY: protected; the block's Proc (from the running native method's frame) and `call` stay on this stack
-        // for the whole call.
+        // SAFETY: protected; `call`'s VALUEs (the receiver and the arguments of the running native method, which its
+        // frame holds) and the block's Proc (on this stack) stay alive for the whole call.
         magnus::rb_sys::protect(|| unsafe {
             let block = rb_sys::rb_block_proc();
             rb_sys::rb_funcall_with_block(

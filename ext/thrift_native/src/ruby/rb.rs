@@ -44,6 +44,12 @@ pub fn funcall(recv: VALUE, method: ID, args: &[VALUE]) -> Result<VALUE, Error> 
     protect(|| unsafe { rb_sys::rb_funcallv(recv, method, args.len() as _, args.as_ptr()) })
 }
 
+/// A Symbol that is an immediate (a static Symbol, unique by name).
+#[inline(always)]
+pub fn is_static_symbol(v: VALUE) -> bool {
+    get_default().static_sym_p(v)
+}
+
 /// `::String`.
 #[inline(always)]
 pub fn string_class() -> VALUE {
@@ -491,7 +497,9 @@ struct PairsOut {
     len: usize,
 }
 
-/// `hash_pairs`' callback: one pair copied, or the walk stopped when there is no room (`len` then exceeds `room`).
+/// `hash_pairs`' callback: one pair copied; or the walk stopped when there is no room (`len` then exceeds `room`), or
+/// at a key that is neither a static Symbol nor an instance of String (`len` set past `room` too): for a small Hash
+/// Ruby compares each key walked with the earlier ones, and only those two kinds compare without Ruby code (`eql?`).
 ///
 /// # Safety
 /// `arg` must be the address of a live `PairsOut` whose `out` has `room` slots.
@@ -500,7 +508,8 @@ unsafe extern "C" fn copy_pair_callback(key: VALUE, value: VALUE, arg: VALUE) ->
     const ST_STOP: c_int = 1;
     // SAFETY: the caller's promise: `arg` is the PairsOut that `hash_pairs` keeps alive across rb_hash_foreach.
     let ctx = unsafe { &mut *(arg as *mut PairsOut) };
-    if ctx.len == ctx.room {
+    if ctx.len == ctx.room || !(is_static_symbol(key) || is_exact_instance(key, string_class())) {
+        ctx.len = ctx.room + 1;
         ctx.len += 1;
         return ST_STOP;
     }
@@ -511,7 +520,8 @@ unsafe extern "C" fn copy_pair_callback(key: VALUE, value: VALUE, arg: VALUE) ->
 }
 
 /// Copies `hash`'s pairs, in order, into `out` (a buffer on the caller's stack, which the GC scans): their count, or
-/// None when `out` has too little room. Runs no Ruby code and needs no `protect`.
+/// None when `out` has too little room or a key is neither a static Symbol nor a String. Runs no Ruby code and
+/// needs no `protect`.
 ///
 /// # Safety
 /// `hash` must be a Hash.
@@ -521,8 +531,9 @@ pub unsafe fn hash_pairs(hash: VALUE, out: &mut [(VALUE, VALUE)]) -> Option<usiz
         room: out.len(),
         len: 0,
     };
-    // SAFETY: rb_hash_foreach raises only when the Hash is changed during the walk, and the callback runs no Ruby
-    // code and cannot panic; `ctx` outlives the call.
+    // SAFETY: rb_hash_foreach raises only when the Hash is changed during the walk or a key comparison runs Ruby
+    // code: the callback runs none, cannot panic, and stops before a key whose comparison could (a static Symbol or
+    // a String compares in C); `ctx` outlives the call.
     unsafe {
         rb_sys::rb_hash_foreach(
             hash,

@@ -57,9 +57,13 @@ impl Build<'static> for RubyBuilder<'_> {
         // resyncs.
         let (owners, looked_up) = match plan.owners.known() {
             Some(owners) => (owners, false),
-            None => (plan.owners()?, true),
+            None => (plan.owners_now()?, true),
         };
-        if !owners.plain_initialize() {
+        // A struct's initialize calls its collaborators: one that is not the library's gets `new`, as the C
+        // accelerator calls it.
+        let plain =
+            owners.plain_initialize() && (plan.def.is_union() || owners.plain_collaborators());
+        if !plain {
             let obj = rb::funcall(class, NEW.get(), &[])?;
             return Ok((RubyStruct::existing(obj, plan), &plan.def, Ran::HostCode));
         }

@@ -58,9 +58,13 @@ pub struct DefaultKeys(UnsafeCell<Vec<(VALUE, usize)>>);
 unsafe impl Sync for DefaultKeys {}
 
 impl DefaultKeys {
-    /// Runs `f` on the list. `f` must not call Ruby code (nothing else may touch the list meanwhile).
-    pub fn with<R>(&self, f: impl FnOnce(&mut Vec<(VALUE, usize)>) -> R) -> R {
-        // SAFETY: the GVL is held and `f` calls no Ruby code: no other borrow of the cell exists while it runs.
+    /// Runs `f` on the list.
+    ///
+    /// # Safety
+    /// The GVL must be held and `f` must not call Ruby code or allocate Ruby objects: nothing else (another call, the
+    /// GC's marking) may touch the list meanwhile.
+    pub unsafe fn with<R>(&self, f: impl FnOnce(&mut Vec<(VALUE, usize)>) -> R) -> R {
+        // SAFETY: the caller's promise: no other borrow of the cell exists while `f` runs.
         f(unsafe { &mut *self.0.get() })
     }
 }
@@ -83,7 +87,7 @@ pub struct ClassPlan {
 impl ClassPlan {
     /// Which of the class's methods are still the library's.
     #[inline]
-    pub fn owners(&self) -> Result<Found, Error> {
+    pub fn owners_now(&self) -> Result<Found, Error> {
         self.owners.of(self.class, self.def.is_union())
     }
 

@@ -51,9 +51,12 @@ fn field_of(plan: &ClassPlan, key: VALUE) -> Option<usize> {
     }
     let bytes = ascii_string(key)?;
     fields.iter().position(|f| {
-        // SAFETY: a field's `name` is its `:name` String, held (and marked) by the plan.
-        let name = unsafe { rb::str_bytes(f.extra.name) };
-        name == bytes
+        // A `:name` that only converts to a String (`to_str`) is never matched.
+        rb::is_string(f.extra.name) && {
+            // SAFETY: a field's `name`, a String held (and marked) by the plan.
+            let name = unsafe { rb::str_bytes(f.extra.name) };
+            name == bytes
+        }
     })
 }
 
@@ -72,13 +75,13 @@ fn ascii_string<'a>(s: VALUE) -> Option<&'a [u8]> {
 }
 
 /// The library's defaults Hash (`fields_with_default_values`: the class ivar, made by the library's method on
-/// first use), if it is a Hash.
+/// first use), if it is a Hash (no subclass, whose `delete` and `each` are Ruby's to decide).
 fn defaults_hash(this: VALUE, class: VALUE) -> Result<Option<VALUE>, Error> {
     let mut hash = rb::ivar_get(class, IVAR_FIELDS_WITH_DEFAULT_VALUES.get());
     if !rb::truthy(hash) {
         hash = rb::funcall(this, FIELDS_WITH_DEFAULT_VALUES.get(), &[])?;
     }
-    Ok((rb::builtin_type(hash) == Some(ruby_value_type::RUBY_T_HASH)).then_some(hash))
+    Ok(rb::is_exact_instance(hash, rb::hash_class()).then_some(hash))
 }
 
 /// `Thrift.type_checking`.
@@ -103,7 +106,7 @@ pub fn struct_initialize(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<
 
 /// The native `Thrift::Struct#initialize`, or None where the library's must run (before anything was changed).
 fn struct_fast(ruby: &Ruby, this: VALUE, args: &[Value]) -> Result<Option<Value>, Error> {
-    if !STRUCT.intact() || args.len() > 1 || rb::is_frozen(this) {
+    if !STRUCT.intact() || args.len() > 1 {
         return Ok(None);
     }
     let given = args.first().map(|d| d.as_raw());
@@ -117,10 +120,13 @@ fn struct_fast(ruby: &Ruby, this: VALUE, args: &[Value]) -> Result<Option<Value>
     if rb::heap_class(this) != Some(class) {
         return Ok(None); // a singleton class
     }
-    let Ok(plan) = plan_for(ruby, class) else {
-        return Ok(None);
+    // A FIELDS the plan cannot take is the library's to fail on (or not); a throw or a kill goes on up.
+    let plan = match plan_for(ruby, class) {
+        Ok(plan) => plan,
+        Err(e) if e.is_kind_of(ruby.exception_standard_error()) => return Ok(None),
+        Err(e) => return Err(e),
     };
-    if plan.def.is_union() || !plan.owners()?.plain_collaborators() {
+    if plan.def.is_union() || !plan.owners_now()?.plain_collaborators() {
         return Ok(None);
     }
     let Some(defaults) = defaults_hash(this, class)? else {
@@ -163,6 +169,10 @@ fn struct_fast(ruby: &Ruby, this: VALUE, args: &[Value]) -> Result<Option<Value>
         return Ok(None);
     }
 
+    // Checked after the last Ruby call above (`struct_fields`, `type_checking` may be anyone's code).
+    if rb::is_frozen(this) {
+        return Ok(None);
+    }
     for (&(_, value), &i) in keys[..n_keys].iter().zip(&named) {
         rb::ivar_set_unfrozen(this, fields[i].extra.ivar, value);
     }
@@ -186,31 +196,34 @@ fn struct_fast(ruby: &Ruby, this: VALUE, args: &[Value]) -> Result<Option<Value>
 /// The field each default's name names, into `out`; false if one names none. A name found where the last walk
 /// found it costs a comparison; otherwise the list is made again.
 fn default_fields_of(plan: &ClassPlan, defaulted: &[(VALUE, VALUE)], out: &mut [usize]) -> bool {
-    plan.default_keys.with(|known| {
-        let same = known.len() == defaulted.len()
-            && known
-                .iter()
-                .zip(defaulted)
-                .all(|(&(k, _), &(name, _))| k == name);
-        if !same {
-            known.clear();
-            for &(name, _) in defaulted {
-                if ascii_string(name).is_none() {
-                    known.clear();
-                    return false;
+    // SAFETY: the closure compares VALUEs and bytes and reads encodings: no Ruby code, no allocation of Ruby objects.
+    unsafe {
+        plan.default_keys.with(|known| {
+            let same = known.len() == defaulted.len()
+                && known
+                    .iter()
+                    .zip(defaulted)
+                    .all(|(&(k, _), &(name, _))| k == name);
+            if !same {
+                known.clear();
+                for &(name, _) in defaulted {
+                    if ascii_string(name).is_none() {
+                        known.clear();
+                        return false;
+                    }
+                    let Some(i) = field_of(plan, name) else {
+                        known.clear();
+                        return false;
+                    };
+                    known.push((name, i));
                 }
-                let Some(i) = field_of(plan, name) else {
-                    known.clear();
-                    return false;
-                };
-                known.push((name, i));
             }
-        }
-        for (slot, &(_, i)) in out.iter_mut().zip(known.iter()) {
-            *slot = i;
-        }
-        true
-    })
+            for (slot, &(_, i)) in out.iter_mut().zip(known.iter()) {
+                *slot = i;
+            }
+            true
+        })
+    }
 }
 
 fn hash_size(hash: VALUE) -> usize {
@@ -232,12 +245,13 @@ pub fn union_initialize(rb_self: Value, args: &[Value]) -> Result<Value, Error> 
 /// The native `Thrift::Union#initialize`: `@setfield`, then `@value`, where the library's checks all pass (it raises
 /// for every other case, and type checking calls Ruby code).
 fn union_fast(this: VALUE, args: &[Value]) -> Result<Option<Value>, Error> {
-    if !UNION.intact() || args.len() > 2 || rb::is_frozen(this) {
+    if !UNION.intact() || args.len() > 2 {
         return Ok(None);
     }
     let mut name = args.first().map_or(rb::QNIL, |v| v.as_raw());
     let mut value = args.get(1).map_or(rb::QNIL, |v| v.as_raw());
-    if rb::is_nil(name) {
+    // `if name`: false counts as no name.
+    if !rb::truthy(name) {
         if !rb::is_nil(value) {
             return Ok(None);
         }
@@ -257,6 +271,9 @@ fn union_fast(this: VALUE, args: &[Value]) -> Result<Option<Value>, Error> {
         if rb::is_nil(value) || type_checking()? {
             return Ok(None);
         }
+    }
+    if rb::is_frozen(this) {
+        return Ok(None);
     }
     rb::ivar_set_unfrozen(this, IVAR_SETFIELD.get(), name);
     rb::ivar_set_unfrozen(this, IVAR_VALUE.get(), value);

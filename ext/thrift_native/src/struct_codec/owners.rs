@@ -3,12 +3,14 @@
 //!
 //! A class may override them when it is defined, or later (a monkey patch, RSpec's `allow_any_instance_of`). The
 //! answer is kept with the class's field plan and asked again after lib/thrift_native.rb's hooks report a method
-//! change anywhere (`guard::method_changes`): struct classes get those hooks when they include `Thrift::Struct`,
-//! unions inherit them from `Thrift::Union`.
+//! change in a hooked class (`guard::method_changes`): struct classes get those hooks when they include
+//! `Thrift::Struct` (directly or through a module), unions inherit them from `Thrift::Union`. Not reported, and so
+//! not seen once a class was checked: a method added later to a module the class already includes, a change to
+//! `Kernel#instance_variable_set` itself or in `Object`, a module prepended to `Thrift`'s singleton class.
 
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 
-use magnus::Error;
+use magnus::{Error, Ruby};
 use rb_sys::VALUE;
 
 use crate::ruby::guard;
@@ -73,9 +75,15 @@ impl Owners {
     }
 }
 
-/// `class.instance_method(name).owner == owner`.
+/// `class.instance_method(name).owner == owner`; false for a method the class undefined (NameError).
 fn owned_by(class: VALUE, name: &str, owner: VALUE) -> Result<bool, Error> {
-    let method = rb::funcall(class, INSTANCE_METHOD.get(), &[rb::symbol(name)])?;
+    let method = match rb::funcall(class, INSTANCE_METHOD.get(), &[rb::symbol(name)]) {
+        Ok(method) => method,
+        Err(e) if e.is_kind_of(Ruby::get().expect("Ruby thread").exception_name_error()) => {
+            return Ok(false)
+        }
+        Err(e) => return Err(e),
+    };
     Ok(rb::funcall(method, OWNER.get(), &[])? == owner)
 }
 
