@@ -7,6 +7,9 @@
 #
 #   ruby bench/rpc_profile.rb pure|c|c-master|ours|ours-master [framed-binary|buffered-compact] [CALLS]
 #
+# With RPC_PROFILE_SITES=1 it also lists where the client's objects come from (class, and the Ruby line that made
+# them or called the native method that did), per call.
+#
 # With RPC_PROFILE_TRACE=0 it only makes the calls (CALLS after the warm-up), for callgrind, where each process writes
 # its own file:
 #   RPC_PROFILE_TRACE=0 valgrind --tool=callgrind --callgrind-out-file=tmp/cg-rpc.%p ruby bench/rpc_profile.rb ours
@@ -48,6 +51,26 @@ def methods_run
   end
   trace.enable { yield }
   counts
+end
+
+# The client's objects per call by class and the Ruby line that made them (or called the native method that did).
+def allocation_sites(calls)
+  require "objspace"
+  ObjectSpace.trace_object_allocations_start
+  GC.disable
+  start = GC.stat(:total_allocated_objects)
+  calls.times { |i| yield i }
+  sites = Hash.new(0)
+  ObjectSpace.each_object do |o|
+    gen = ObjectSpace.allocation_generation(o)
+    next unless gen && ObjectSpace.allocation_sourcefile(o)
+
+    sites["#{o.class} #{ObjectSpace.allocation_sourcefile(o)}:#{ObjectSpace.allocation_sourceline(o)}"] += 1
+  end
+  total = GC.stat(:total_allocated_objects) - start
+  GC.enable
+  ObjectSpace.trace_object_allocations_stop
+  [total, sites.select { |_, n| n >= calls }]
 end
 
 def allocated
@@ -95,10 +118,16 @@ Dir.mktmpdir("thrift_native_rpc_profile") do |dir|
   objects = allocated { CALLS.times { |i| client.small(i) } }
   counts = TRACE ? methods_run { CALLS.times { |i| client.small(i) } } : {}
   CALLS.times { |i| client.small(i) } # the server's allocation pass
+  sites = ENV["RPC_PROFILE_SITES"] == "1" && allocation_sites(CALLS) { |i| client.small(i) }
   server_objects, server_counts = Marshal.load(results.read)
   trans.close
   Process.wait(pid)
   puts "#{IMPL}, #{STACK}, the small call over a UNIX socket, #{CALLS} calls after #{WARM_UP}:"
   report("client", objects, counts)
   report("server", server_objects, server_counts)
+  if sites
+    total, by_site = sites
+    puts "client objects by site, per call (#{(total.to_f / CALLS).round(2)} in all while tracing):"
+    by_site.sort_by { |site, n| [-n, site] }.each { |site, n| puts format("  %6.2f  %s", n.to_f / CALLS, site) }
+  end
 end

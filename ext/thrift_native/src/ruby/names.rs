@@ -62,6 +62,18 @@ define_rb_intern!(
     RESET_MESSAGE_SIZE => "reset_message_size",
 );
 
+// Thrift::Socket's ivars and the IO methods it calls (transports/socket.rs).
+define_rb_intern!(
+    IVAR_HANDLE => "@handle",
+    IVAR_TIMEOUT => "@timeout",
+    IVAR_DESC => "@desc",
+    CLOSED_P => "closed?",
+    READPARTIAL => "readpartial",
+    MESSAGE => "message",
+    RAISE => "raise",
+    APPEND => "<<",
+);
+
 // HeaderTransport's ivars and the StringIO methods it uses.
 define_rb_intern!(
     IVAR_READ_BUFFER => "@read_buffer",

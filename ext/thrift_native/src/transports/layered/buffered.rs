@@ -6,12 +6,16 @@ use magnus::{Error, RClass, Ruby, Value};
 use rb_sys::VALUE;
 
 use super::framed::slice;
-use super::{is_byte_buffer, Class, LayeredBuffer, FLUSH_M, MAX_CHUNK, READ, READ_BYTE_M, WRITE_M};
-use crate::ruby::names::{FLUSH, GETBYTE, READ as READ_NAME, WRITE};
+use super::{
+    flush_beneath, is_byte_buffer, write_beneath, Class, LayeredBuffer, FLUSH_M, MAX_CHUNK, READ,
+    READ_BYTE_M, WRITE_M,
+};
+use crate::ruby::names::{GETBYTE, READ as READ_NAME};
 use crate::ruby::{rb, registry};
 use crate::thrift::bytes;
 use crate::thrift::thrift;
 use crate::transports::memory_buffer::MemoryBuffer;
+use crate::transports::socket::PlainSocket;
 
 fn buffered() -> &'static Class {
     &super::BUFFERED
@@ -24,13 +28,13 @@ fn fill(ruby: &Ruby, c: &'static Class, this: VALUE, want: usize) -> Result<(), 
     let inner = c.inner(this);
     let rbuf = match MemoryBuffer::plain(inner) {
         Some(mut mb) => mb.read(ruby, want)?,
-        None => rb::funcall(
-            inner,
-            READ_NAME.get(),
-            &[rb::integer(
-                want.min(MAX_CHUNK.max(thrift().buffered_default)) as i64,
-            )],
-        )?,
+        None => {
+            let want = want.min(MAX_CHUNK.max(thrift().buffered_default));
+            match PlainSocket::of(inner) {
+                Some(socket) if want > 0 => socket.read(want)?,
+                _ => rb::funcall(inner, READ_NAME.get(), &[rb::integer(want as i64)])?,
+            }
+        }
     };
     c.set_rbuf(this, rbuf)
 }
@@ -126,11 +130,11 @@ fn flush(_ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
         match crate::transports::memory_buffer::plain_write_buffer(inner) {
             // What MemoryBufferTransport#write does with it: its bytes appended to the buffer.
             Some(buf) => rb::str_cat_str(buf, wbuf)?,
-            None => drop(rb::funcall(inner, WRITE.get(), &[wbuf])?),
+            None => drop(write_beneath(inner, wbuf)?),
         }
         c.set_wbuf(this, rb::binary_string(&[]))?;
     }
-    rb::funcall(inner, FLUSH.get(), &[]).map(rb::returned)
+    flush_beneath(inner).map(rb::returned)
 }
 
 pub(super) fn init(ruby: &Ruby, c: &'static Class) -> Result<(), Error> {

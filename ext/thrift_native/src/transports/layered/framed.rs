@@ -6,13 +6,15 @@ use magnus::{Error, RClass, Ruby, Value};
 use rb_sys::VALUE;
 
 use super::{
-    inner_read_all, is_byte_buffer, Class, LayeredBuffer, FLUSH_M, READ, READ_BYTE_M, WRITE_M,
+    flush_beneath, inner_read_all, is_byte_buffer, write_beneath, Class, LayeredBuffer, FLUSH_M,
+    READ, READ_BYTE_M, WRITE_M,
 };
 use crate::ruby::names::{FLUSH, GETBYTE, READ as READ_NAME, READ_ALL, READ_BYTE, UNPACK1, WRITE};
 use crate::ruby::{rb, registry};
 use crate::thrift::bytes;
 use crate::transports::buffer::ReadBuffer;
 use crate::transports::memory_buffer::MemoryBuffer;
+use crate::transports::socket::PlainSocket;
 
 fn framed() -> &'static Class {
     &super::FRAMED
@@ -29,8 +31,18 @@ pub(super) fn read_frame(ruby: &Ruby, c: &'static Class, this: VALUE) -> Result<
         let frame = mb.read_all(ruby, size as usize)?;
         return c.set_rbuf(this, frame);
     }
-    let header = rb::funcall(inner, READ_ALL.get(), &[rb::integer(4)])?;
-    let size = rb::funcall(header, UNPACK1.get(), &[rb::binary_string(b"N")])?;
+    let size = match PlainSocket::of(inner) {
+        Some(socket) => {
+            let header = socket.read_all(4)?;
+            // SAFETY: `header` is a String of at least 4 bytes (read_all's loop), copied out at once.
+            let b = unsafe { rb::str_bytes(header) };
+            rb::integer(i64::from(u32::from_be_bytes([b[0], b[1], b[2], b[3]])))
+        }
+        None => {
+            let header = rb::funcall(inner, READ_ALL.get(), &[rb::integer(4)])?;
+            rb::funcall(header, UNPACK1.get(), &[rb::binary_string(b"N")])?
+        }
+    };
     c.store_index(this, 0);
     let frame = inner_read_all(ruby, inner, size)?;
     c.set_rbuf(this, frame)
@@ -171,10 +183,10 @@ fn flush(_ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
             let mut frame = Vec::with_capacity(4 + payload.len());
             frame.extend_from_slice(&size);
             frame.extend_from_slice(payload);
-            rb::funcall(inner, WRITE.get(), &[rb::binary_string(&frame)])?;
+            write_beneath(inner, rb::binary_string(&frame))?;
         }
     }
-    rb::funcall(inner, FLUSH.get(), &[])?;
+    flush_beneath(inner)?;
     let fresh = rb::binary_string(&[]);
     c.set_wbuf(this, fresh)?;
     Ok(rb::returned(fresh))

@@ -22,12 +22,13 @@ use rb_sys::VALUE;
 use crate::ruby::guard::{Guard, Originals, Watch};
 use crate::ruby::ivars::IvarSlot;
 use crate::ruby::names::{
-    IVAR_INDEX, IVAR_RBUF, IVAR_READ, IVAR_TRANSPORT, IVAR_WBUF, IVAR_WRITE, READ_ALL,
+    FLUSH, IVAR_INDEX, IVAR_RBUF, IVAR_READ, IVAR_TRANSPORT, IVAR_WBUF, IVAR_WRITE, READ_ALL, WRITE,
 };
 use crate::ruby::rb;
 use crate::thrift::bytes;
 use crate::thrift::thrift;
 use crate::transports::buffer::{HeldBytes, ReadBuffer, Shortfall};
+use crate::transports::socket::{self, PlainSocket};
 
 /// The methods whose change sends a class back to the Ruby library's: the native ones (all but the last), and
 /// FramedTransport's private `read_frame`, which the native methods do the work of.
@@ -275,8 +276,8 @@ pub fn write_buffer(trans: VALUE) -> Option<VALUE> {
 /// frame size allocates nothing ahead of the bytes received.
 const MAX_CHUNK: usize = 1 << 20;
 
-/// `inner.read_all(size)`: natively from a plain MemoryBufferTransport, else through its method, in chunks of at
-/// most 1 MiB (appended into one String) when `size` is larger.
+/// `inner.read_all(size)`: natively from a plain MemoryBufferTransport, else through its method (or, for a plain
+/// Thrift::Socket, what its method does), in chunks of at most 1 MiB (appended into one String) when `size` is larger.
 pub(super) fn inner_read_all(ruby: &Ruby, inner: VALUE, size: VALUE) -> Result<VALUE, Error> {
     if let Some(n) = rb::fixnum_value(size).and_then(|n| usize::try_from(n).ok()) {
         if let Some(mut mb) = crate::transports::memory_buffer::MemoryBuffer::plain(inner) {
@@ -287,7 +288,7 @@ pub(super) fn inner_read_all(ruby: &Ruby, inner: VALUE, size: VALUE) -> Result<V
             let mut got = 0;
             while got < n {
                 let want = (n - got).min(MAX_CHUNK);
-                let chunk = rb::funcall(inner, READ_ALL.get(), &[rb::integer(want as i64)])?;
+                let chunk = read_all_beneath(inner, want)?;
                 rb::check_type(chunk, rb_sys::ruby_value_type::RUBY_T_STRING)?;
                 rb::str_cat_str(buf, chunk)?;
                 // SAFETY: `chunk` is a String.
@@ -296,7 +297,40 @@ pub(super) fn inner_read_all(ruby: &Ruby, inner: VALUE, size: VALUE) -> Result<V
             return Ok(buf);
         }
     }
+    if let (Some(n), Some(socket)) = (positive(size), PlainSocket::of(inner)) {
+        return socket.read_all(n);
+    }
     rb::funcall(inner, READ_ALL.get(), &[size])
+}
+
+/// `inner.read_all(n)`, for `n` > 0.
+pub(super) fn read_all_beneath(inner: VALUE, n: usize) -> Result<VALUE, Error> {
+    match PlainSocket::of(inner) {
+        Some(socket) => socket.read_all(n),
+        None => rb::funcall(inner, READ_ALL.get(), &[rb::integer(n as i64)]),
+    }
+}
+
+/// `inner.write(s)` of a BINARY String.
+pub(super) fn write_beneath(inner: VALUE, s: VALUE) -> Result<VALUE, Error> {
+    match PlainSocket::of(inner) {
+        Some(socket) => socket.write(s),
+        None => rb::funcall(inner, WRITE.get(), &[s]),
+    }
+}
+
+/// `inner.flush`: nothing to call when it is a plain socket's, which does nothing (and answers nil).
+pub(super) fn flush_beneath(inner: VALUE) -> Result<VALUE, Error> {
+    if socket::flush_does_nothing(inner) {
+        return Ok(rb::QNIL);
+    }
+    rb::funcall(inner, FLUSH.get(), &[])
+}
+
+fn positive(size: VALUE) -> Option<usize> {
+    rb::fixnum_value(size)
+        .filter(|n| *n > 0)
+        .map(|n| n as usize)
 }
 
 pub fn init(ruby: &Ruby) -> Result<(), Error> {

@@ -1,0 +1,321 @@
+//! `Thrift::Socket` and `Thrift::UNIXSocket` beneath a FramedTransport, BufferedTransport or HeaderTransport: the
+//! calls those make on the socket (`read_all`, `read`, `write`, `flush`) done here, without the Ruby frames of
+//! `Socket#read`, `BaseTransport#read_all` and `open?`, and with the same calls on the socket's `@handle` in the
+//! same order (`closed?`, `readpartial`, `write`, and on a failure `close`).
+//!
+//! Only for a [`PlainSocket`]: an exact, unfrozen instance of one of the two classes, while none of their methods
+//! (nor BaseTransport's `read_all` and `flush`) has changed, with no timeout (`@timeout` nil or 0: the library's
+//! untimed branch, one `readpartial` or `write` per call) and a `@handle` whose `readpartial` and `write` are IO's
+//! own. Anything else gets the socket's Ruby methods, called as before. A socket that is not open raises the loaded
+//! version's error (IOError "closed stream" on 0.14-0.19, a TransportException with that message on master).
+//!
+//! The two versions of socket.rb differ in what a failed `readpartial` or `write` does before it raises
+//! `TransportException::NOT_OPEN` with the error's message (as its cause): 0.14-0.19 close `@handle` themselves
+//! (`close unless closed?` on a read, `close` on a write) and set it to nil; master calls the socket's `close`, and
+//! also closes on a TransportException. [`MASTER_RESCUE`] says which, probed by master's private `close_socket`.
+//! `read_all`'s versions (master checks for an empty or frozen chunk) agree for a socket: `read` never answers an
+//! empty String (it raises) and `readpartial` answers a new BINARY one.
+
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
+
+use magnus::{Error, Ruby};
+use rb_sys::VALUE;
+
+use crate::ruby::guard::{Guard, Watch};
+use crate::ruby::names::{
+    CLOSE, CLOSED_P, IVAR_DESC, IVAR_HANDLE, IVAR_TIMEOUT, LENGTH, MESSAGE, RAISE, READPARTIAL,
+    WRITE,
+};
+use crate::ruby::rb;
+use crate::thrift::{bytes, thrift};
+
+/// The methods whose change (on either class, or BaseTransport's two) sends every socket back to its Ruby methods.
+const WATCHED: [&str; 7] = [
+    "read",
+    "write",
+    "read_all",
+    "flush",
+    "open?",
+    "close",
+    "close_socket",
+];
+
+static GUARD: Guard = Guard::new();
+static SOCKET: AtomicUsize = AtomicUsize::new(0);
+static UNIX_SOCKET: AtomicUsize = AtomicUsize::new(0);
+/// master's socket.rb: a failed read or write calls `close` (TransportExceptions too); see the top of this file.
+static MASTER_RESCUE: AtomicBool = AtomicBool::new(false);
+static NOT_OPEN: AtomicI64 = AtomicI64::new(1);
+static UNKNOWN: AtomicI64 = AtomicI64::new(0);
+
+/// An exact Thrift::Socket or Thrift::UNIXSocket that the calls here may serve (see the top of this file).
+#[derive(Clone, Copy)]
+pub struct PlainSocket {
+    this: VALUE,
+}
+
+impl PlainSocket {
+    #[inline(always)]
+    pub fn of(trans: VALUE) -> Option<Self> {
+        let class = rb::heap_class(trans)?;
+        if class != SOCKET.load(Ordering::Relaxed) as VALUE
+            && class != UNIX_SOCKET.load(Ordering::Relaxed) as VALUE
+        {
+            return None;
+        }
+        if !GUARD.intact()
+            || rb::is_frozen(trans)
+            || !untimed(rb::ivar_get(trans, IVAR_TIMEOUT.get()))
+        {
+            return None;
+        }
+        let handle = rb::ivar_get(trans, IVAR_HANDLE.get());
+        // A nil handle (not open) is served too: `read`/`write` then call the Ruby method, which raises.
+        if !rb::is_nil(handle) && !io_methods(handle) {
+            return None;
+        }
+        Some(PlainSocket { this: trans })
+    }
+
+    fn handle(self) -> VALUE {
+        rb::ivar_get(self.this, IVAR_HANDLE.get())
+    }
+
+    /// `open?`: `!@handle.nil? && !@handle.closed?`. The handle, when open (and still an IO).
+    fn open_handle(self) -> Result<Option<VALUE>, Error> {
+        let handle = self.handle();
+        if rb::is_nil(handle) || rb::truthy(rb::funcall(handle, CLOSED_P.get(), &[])?) {
+            return Ok(None);
+        }
+        Ok(Some(handle))
+    }
+
+    /// `Socket#read(sz)`, untimed: `@handle.readpartial(sz)`, an error raised as the version raises it, and the
+    /// "Could not read" TransportException for an empty answer.
+    pub fn read(self, sz: usize) -> Result<VALUE, Error> {
+        let Some(handle) = self.open_handle()? else {
+            return Err(closed_stream());
+        };
+        let data = rb::funcall(handle, READPARTIAL.get(), &[rb::integer(sz as i64)])
+            .map_err(|e| self.failed(e, Direction::Read))?;
+        if rb::is_nil(data) || length(data)? == 0 {
+            let desc = rb::funcall(
+                rb::ivar_get(self.this, IVAR_DESC.get()),
+                crate::ruby::names::TO_S.get(),
+                &[],
+            )?;
+            // SAFETY: `desc` is a String (to_s answered it; Ruby raises otherwise).
+            let desc = String::from_utf8_lossy(unsafe { rb::str_bytes(desc) }).into_owned();
+            return Err(crate::thrift::errors::transport(
+                UNKNOWN.load(Ordering::Relaxed),
+                &format!("Socket: Could not read {sz} bytes from {desc}"),
+            ));
+        }
+        Ok(data)
+    }
+
+    /// BaseTransport#read_all(size) over this socket, for `size` > 0: `read(size)`, then `read` of what is missing,
+    /// appended, until `size` bytes are there.
+    pub fn read_all(self, size: usize) -> Result<VALUE, Error> {
+        let buf = self.read(size)?;
+        if !bytes::is_binary_string(buf) || rb::is_frozen(buf) {
+            // Not what readpartial answers: the rest the Ruby way.
+            return self.read_all_rest_in_ruby(buf, size);
+        }
+        loop {
+            // SAFETY: `buf` is a String held on this stack.
+            let got = unsafe { rb::str_len(buf) };
+            if got >= size {
+                return Ok(buf);
+            }
+            let chunk = self.read(size - got)?;
+            rb::str_cat_str(buf, chunk)?;
+        }
+    }
+
+    /// `buf << read(size - buf.length)` until `buf.length >= size`, each call through Ruby.
+    fn read_all_rest_in_ruby(self, buf: VALUE, size: usize) -> Result<VALUE, Error> {
+        loop {
+            let got = rb::to_i64(rb::funcall(buf, LENGTH.get(), &[])?)?;
+            if got >= size as i64 {
+                return Ok(buf);
+            }
+            let chunk = self.read(size - got as usize)?;
+            rb::funcall(buf, crate::ruby::names::APPEND.get(), &[chunk])?;
+        }
+    }
+
+    /// `Socket#write(str)` of a BINARY String, untimed: `@handle.write(str)`, an error raised as the version does.
+    pub fn write(self, s: VALUE) -> Result<VALUE, Error> {
+        debug_assert!(bytes::is_binary_string(s));
+        let Some(handle) = self.open_handle()? else {
+            return Err(closed_stream());
+        };
+        rb::funcall(handle, WRITE.get(), &[s]).map_err(|e| self.failed(e, Direction::Write))
+    }
+
+    /// What the version's `rescue` clauses do with `e`, raised by `@handle.readpartial` or `@handle.write`.
+    #[cold]
+    fn failed(self, e: Error, direction: Direction) -> Error {
+        let ruby = Ruby::get().expect("called from a Ruby thread");
+        let Some(exception) = e.value() else {
+            return e; // a throw or a break: not rescued
+        };
+        let master = MASTER_RESCUE.load(Ordering::Relaxed);
+        if e.is_kind_of(transport_exception()) {
+            if master {
+                if let Err(close_error) = rb::funcall(self.this, CLOSE.get(), &[]) {
+                    return close_error;
+                }
+            }
+            return e;
+        }
+        if !e.is_kind_of(ruby.exception_standard_error()) {
+            return e;
+        }
+        if let Err(cleanup_error) = self.clean_up(master, direction) {
+            return cleanup_error;
+        }
+        use magnus::rb_sys::AsRawValue;
+        let exception = exception.as_raw();
+        match rb::funcall(exception, MESSAGE.get(), &[]) {
+            Ok(message) => raise_not_open(message, exception),
+            Err(message_error) => message_error,
+        }
+    }
+
+    /// master: `close`. 0.14-0.19: `@handle.close` (`unless @handle.closed?` on a read), `@handle = nil`.
+    fn clean_up(self, master: bool, direction: Direction) -> Result<(), Error> {
+        if master {
+            return rb::funcall(self.this, CLOSE.get(), &[]).map(|_| ());
+        }
+        let handle = self.handle();
+        let closed = match direction {
+            Direction::Read => rb::truthy(rb::funcall(handle, CLOSED_P.get(), &[])?),
+            Direction::Write => false,
+        };
+        if !closed {
+            rb::funcall(handle, CLOSE.get(), &[])?;
+        }
+        rb::ivar_set(self.this, IVAR_HANDLE.get(), rb::QNIL)
+    }
+}
+
+/// `raise IOError, "closed stream" unless open?` (master: a TransportException::NOT_OPEN of that message).
+#[cold]
+fn closed_stream() -> Error {
+    if MASTER_RESCUE.load(Ordering::Relaxed) {
+        return crate::thrift::errors::transport(NOT_OPEN.load(Ordering::Relaxed), "closed stream");
+    }
+    let ruby = Ruby::get().expect("called from a Ruby thread");
+    Error::new(ruby.exception_io_error(), "closed stream")
+}
+
+/// The socket beneath a layered transport, when `flush` on it is BaseTransport's, which does nothing.
+pub fn flush_does_nothing(trans: VALUE) -> bool {
+    PlainSocket::of(trans).is_some()
+}
+
+#[derive(Clone, Copy)]
+enum Direction {
+    Read,
+    Write,
+}
+
+/// `@timeout.nil? || @timeout == 0`, for the values that answer it without Ruby code (an Integer or a Float).
+#[inline(always)]
+fn untimed(timeout: VALUE) -> bool {
+    rb::is_nil(timeout)
+        || rb::fixnum_value(timeout) == Some(0)
+        || rb::float_of(timeout) == Some(0.0)
+}
+
+/// True when `handle`'s `readpartial`, `write` and `closed?` are IO's own (a ::Socket, ::UNIXSocket, ::TCPSocket),
+/// so that they answer as IO does: a new BINARY String per read, never an empty one.
+#[inline(always)]
+fn io_methods(handle: VALUE) -> bool {
+    let Some(class) = rb::heap_class(handle) else {
+        return false;
+    };
+    [READPARTIAL.get(), WRITE.get(), CLOSED_P.get()]
+        .into_iter()
+        .all(|id| {
+            // SAFETY: `class` is a live class; rb_method_basic_definition_p only looks its method up.
+            unsafe { rb_sys::rb_method_basic_definition_p(class, id) != 0 }
+        })
+}
+
+fn length(data: VALUE) -> Result<i64, Error> {
+    if rb::is_string(data) {
+        // SAFETY: `data` is a String.
+        return Ok(unsafe { rb::str_len(data) } as i64);
+    }
+    rb::to_i64(rb::funcall(data, LENGTH.get(), &[])?)
+}
+
+fn transport_exception() -> magnus::ExceptionClass {
+    // SAFETY: the class is pinned at load time.
+    let class = unsafe { rb::value(thrift().transport_exception) };
+    magnus::ExceptionClass::from_value(class).expect("TransportException is an exception class")
+}
+
+/// `raise TransportException.new(NOT_OPEN, message)` inside the rescue of `cause`: its cause is `cause`.
+#[cold]
+fn raise_not_open(message: VALUE, cause: VALUE) -> Error {
+    let code = rb::integer(NOT_OPEN.load(Ordering::Relaxed));
+    let exception = match rb::funcall(
+        thrift().transport_exception,
+        crate::ruby::names::NEW.get(),
+        &[code, message],
+    ) {
+        Ok(exception) => exception,
+        Err(e) => return e,
+    };
+    // SAFETY: protected; the Hash and the exceptions are on this stack for the call. Kernel.raise always raises.
+    let raised = magnus::rb_sys::protect(|| unsafe {
+        let options = rb_sys::rb_hash_new();
+        rb_sys::rb_hash_aset(options, rb::symbol("cause"), cause);
+        let args = [exception, options];
+        rb_sys::rb_funcallv_kw(
+            thrift().kernel,
+            RAISE.get(),
+            2,
+            args.as_ptr(),
+            rb_sys::RB_PASS_KEYWORDS as _,
+        )
+    });
+    match raised {
+        Err(e) => e,
+        Ok(_) => unreachable!("Kernel.raise returned"),
+    }
+}
+
+pub fn init(ruby: &Ruby) -> Result<(), Error> {
+    use magnus::rb_sys::AsRawValue;
+    use magnus::value::ReprValue;
+    use magnus::Module;
+    let module = magnus::RModule::from_value(
+        // SAFETY: the module is pinned at load time.
+        unsafe { rb::value(thrift().module) },
+    )
+    .expect("Thrift is a module");
+    let socket: magnus::RClass = module.const_get("Socket")?;
+    let unix_socket: magnus::RClass = module.const_get("UNIXSocket")?;
+    let base: magnus::RClass = module.const_get("BaseTransport")?;
+    let exception: magnus::RClass = module.const_get("TransportException")?;
+    NOT_OPEN.store(
+        exception.const_get::<_, i64>("NOT_OPEN")?,
+        Ordering::Relaxed,
+    );
+    UNKNOWN.store(exception.const_get::<_, i64>("UNKNOWN")?, Ordering::Relaxed);
+    let master: bool =
+        socket.funcall("private_method_defined?", (ruby.to_symbol("close_socket"),))?;
+    MASTER_RESCUE.store(master, Ordering::Relaxed);
+    for class in [socket, unix_socket, base] {
+        rb::pin_forever(class.as_raw());
+        GUARD.watch(class.as_raw(), Watch::Methods(&WATCHED));
+    }
+    SOCKET.store(socket.as_raw() as usize, Ordering::Relaxed);
+    UNIX_SOCKET.store(unix_socket.as_raw() as usize, Ordering::Relaxed);
+    Ok(())
+}

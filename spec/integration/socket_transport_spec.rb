@@ -1,0 +1,57 @@
+# frozen_string_literal: true
+
+# FramedTransport and BufferedTransport over Thrift::Socket and Thrift::UNIXSocket (transports/socket.rs serves the
+# calls they make on the socket): pure Ruby, the C accelerator and ours, each in its own process over the same cases
+# (spec/support/runners/socket_runner.rb): what the calls answer or raise (class, message, type, cause), what is left
+# of `@handle`, and the IO methods called on the handle in order, for reads, writes, a peer that closes mid-frame or
+# mid-header, a reset, a broken pipe, a socket closed at either end, timeouts, a subclass and a handle double.
+RSpec.describe "Transports over Thrift::Socket, differentially" do
+  script = File.expand_path("../support/runners/socket_runner.rb", __dir__)
+  # Cases the native calls serve (no timeout, exact classes, IO handles) and cases that must keep the Ruby methods.
+  native = ["framed: two frames, read in pieces", "framed: the peer closes mid-frame", "buffered: reads",
+            "framed: write and flush", "framed: flush after the peer closed", "framed over TCP: reset by the peer"]
+  in_ruby = ["framed: with a timeout (the Ruby methods)", "framed: a Socket subclass", "framed: a handle double"]
+
+  # Everything but the socket's own Ruby methods (up to `upto`: the handle's calls are left out under GC.stress,
+  # where a slow reader may find a frame written in two parts whole).
+  def compare(ours, reference, label, upto: 4)
+    expect(ours.map(&:first)).to eq(reference.map(&:first))
+    ours.zip(reference).each do |o, r|
+      expect(o[0..upto]).to eq(r[0..upto]), "#{o[0]}: ours #{o.inspect}\n#{label} #{r.inspect}"
+    end
+  end
+
+  def check_paths(ours, native, in_ruby)
+    by_name = ours.to_h { |o| [o[0], o[5]] }
+    native.each { |name| expect(by_name.fetch(name) & %i[read read_all open?]).to eq([]), name }
+    in_ruby.each { |name| expect(by_name.fetch(name)).to include(:read), name }
+  end
+
+  it "answers, raises and calls the handle as the library does (thrift 0.14)" do
+    runs = %w[pure c ours].to_h { |a| [a, ChildRuby.marshal(script, a)] }
+    expect(runs["ours"].size).to be >= 25
+    compare(runs["ours"], runs["pure"], "pure")
+    compare(runs["ours"], runs["c"], "c")
+    check_paths(runs["ours"], native, in_ruby)
+    errors = runs["ours"].select { |o| o[1][0] == :error }
+    expect(errors.map { |o| o[1][1] }.uniq).to contain_exactly("Thrift::TransportException", "IOError")
+    expect(errors.filter_map { |o| o[2]&.first }.uniq).to include("EOFError", "Errno::EPIPE", "Errno::ECONNRESET")
+  end
+
+  it "answers, raises and calls the handle as thrift master's library does (THRIFT_MASTER_RB)" do
+    master = ENV.fetch("THRIFT_MASTER_RB", "")
+    skip "THRIFT_MASTER_RB (an apache/thrift checkout's lib/rb, its ext built) is not set" if master.empty?
+    env = { "THRIFT_MASTER_RB" => master }
+    runs = %w[pure-master c-master ours-master].to_h { |a| [a, ChildRuby.marshal(script, a, env: env)] }
+    compare(runs["ours-master"], runs["pure-master"], "pure-master")
+    compare(runs["ours-master"], runs["c-master"], "c-master")
+    check_paths(runs["ours-master"], native, in_ruby)
+    closed = runs["ours-master"].find { |o| o[0] == "framed: the socket closed (handle nil)" }
+    expect(closed[1]).to eq([:error, "Thrift::TransportException", "closed stream", 1])
+  end
+
+  it "gives the same outcomes under GC.stress" do
+    stressed = ChildRuby.marshal(script, "ours", env: { "GC_STRESS" => "1" })
+    compare(stressed, ChildRuby.marshal(script, "c"), "c", upto: 3)
+  end
+end
