@@ -177,6 +177,12 @@ cases = {
     obj.send(:initialize, name: "again")
     [:ok, describe_ivars(obj)]
   },
+  "what initialize answers" => lambda {
+    answers = [Defaults.new.send(:initialize, count: 3), Defaults.new.send(:initialize) { |o| o.class.name },
+               Choice.new.send(:initialize, :number, 5), Choice.new.send(:initialize),
+               Choice.new.send(:initialize, { text: "t" })]
+    [:ok, answers.map(&:inspect)]
+  },
   "initialize on a frozen struct" => lambda {
     obj = Defaults.new.freeze
     begin

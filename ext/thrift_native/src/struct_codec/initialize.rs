@@ -277,7 +277,8 @@ fn union_fast(this: VALUE, args: &[Value]) -> Result<Option<Value>, Error> {
     }
     rb::ivar_set_unfrozen(this, IVAR_SETFIELD.get(), name);
     rb::ivar_set_unfrozen(this, IVAR_VALUE.get(), value);
-    Ok(Some(rb::returned(rb::QNIL)))
+    // What `@value = value`, the library's last expression, answers.
+    Ok(Some(rb::returned(value)))
 }
 
 pub fn init(ruby: &Ruby) -> Result<(), Error> {
