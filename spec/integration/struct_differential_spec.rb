@@ -66,6 +66,34 @@ RSpec.describe "Struct read/write, differentially" do
     end
   end
 
+  # Through a MultiplexedProtocol or a StoredMessageProtocol (over a memory buffer or a FramedTransport), which the
+  # fast paths see through where the decorator only passes the calls on: the same bytes, the same objects, the same
+  # exceptions for damaged input, as the C accelerator (whose every call goes through the decorator) and through a
+  # subclass of the decorator (our dispatch path, through the decorator's methods).
+  %w[binary compact json].product(%w[multiplexed stored], %w[memory framed]).each do |protocol_name, decorator, transport|
+    context "with the #{protocol_name} protocol through a #{decorator} decorator over #{transport}" do
+      def run_on(accelerator, *args, **options)
+        StructRuns.run(accelerator, protocol, *args, transport: transport, decorator: decorator, **options)
+      end
+
+      let(:protocol) { protocol_name }
+      let(:transport) { transport }
+      let(:decorator) { decorator }
+
+      it "writes identical bytes and reads them back identically, on both paths, damaged input too" do
+        bytes = %w[c ours].to_h { |a| [a, run_on(a, "write", 41, 12)] }
+        expect(bytes["ours"]).to eq(bytes["c"])
+        expect(run_on("ours", "write", 41, 12, dispatch: true)).to eq(bytes["c"])
+        r = Random.new(42)
+        inputs = bytes["c"] + bytes["c"].map { |b| b.byteslice(0, r.rand(b.bytesize)) }
+        decoded = run_on("ours", "read", "Everything", input: inputs)
+        expect(decoded.first(12)).to all(be_a(String))
+        expect(decoded).to eq(run_on("c", "read", "Everything", input: inputs))
+        expect(run_on("ours", "read", "Everything", input: inputs, dispatch: true)).to eq(decoded)
+      end
+    end
+  end
+
   # Over FramedTransport (a MemoryBufferTransport or a Ruby transport beneath) and BufferedTransport (a Ruby transport
   # beneath), whose buffers thrift_native reads and writes in place: the same bytes, the same objects read one after
   # another from one stream (refills falling anywhere, mid-struct included), the same dispatch-path calls.

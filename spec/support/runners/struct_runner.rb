@@ -32,10 +32,27 @@ HEADER = TRANSPORT.start_with?("header")
 
 # DISPATCH=1 reads through a subclass of the protocol: the dispatch path instead of the fast path.
 BASE_PROTOCOL = HEADER ? Thrift::HeaderProtocol : Accelerator.protocol_class
-PROTOCOL_CLASS = ENV["DISPATCH"] ? Class.new(BASE_PROTOCOL) : BASE_PROTOCOL
+PROTOCOL_CLASS = ENV["DISPATCH"] && !ENV["DECORATOR"] ? Class.new(BASE_PROTOCOL) : BASE_PROTOCOL
 
-# A protocol of `klass` over `trans`: a HeaderProtocol gets its sub-protocol and transform.
+# DECORATOR=multiplexed or stored wraps every protocol in a MultiplexedProtocol or StoredMessageProtocol (with
+# DISPATCH=1, a subclass of it, over the plain protocol).
+DECORATOR = ENV["DECORATOR"]&.then do |d|
+  klass = { "multiplexed" => Thrift::MultiplexedProtocol, "stored" => Thrift::StoredMessageProtocol }.fetch(d)
+  ENV["DISPATCH"] ? Class.new(klass) : klass
+end
+
+def decorated(prot)
+  return prot unless DECORATOR
+
+  DECORATOR <= Thrift::MultiplexedProtocol ? DECORATOR.new(prot, "Svc") : DECORATOR.new(prot, ["m", 1, 0])
+end
+
+# A protocol of `klass` over `trans`: a HeaderProtocol gets its sub-protocol and transform; DECORATOR wraps it.
 def protocol_over(trans, klass = PROTOCOL_CLASS)
+  decorated(plain_protocol_over(trans, klass))
+end
+
+def plain_protocol_over(trans, klass)
   return klass.new(trans) unless HEADER
 
   id = ENV.fetch("PROTOCOL", "binary") == "compact" ? Thrift::HeaderSubprotocolID::COMPACT : Thrift::HeaderSubprotocolID::BINARY

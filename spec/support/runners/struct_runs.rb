@@ -10,8 +10,9 @@ module StructRuns
 
   module_function
 
-  def run(accelerator, protocol, *args, input: nil, dispatch: false, transport: "memory")
-    env = { "PROTOCOL" => protocol, "DISPATCH" => (dispatch ? "1" : nil), "TRANSPORT" => transport }
+  def run(accelerator, protocol, *args, input: nil, dispatch: false, transport: "memory", decorator: nil)
+    env = { "PROTOCOL" => protocol, "DISPATCH" => (dispatch ? "1" : nil), "TRANSPORT" => transport,
+            "DECORATOR" => decorator }
     ChildRuby.marshal(SCRIPT, accelerator, *args, input: input, env: env)
   end
 end

@@ -13,10 +13,13 @@
 //!   FramedTransport or BufferedTransport;
 //! - `initialize.rs`: `Thrift::Struct#initialize` and `Thrift::Union#initialize`, for classes whose methods are the
 //!   library's (`owners.rs`, which the decoder asks too before it allocates a nested struct);
+//! - `decorators.rs`: a MultiplexedProtocol or StoredMessageProtocol that only passes the codec's calls on takes
+//!   the fast path of the protocol inside;
 //! - `dispatch.rs`: every other protocol, called as the C accelerator calls it, so that mocks and other protocols
 //!   see the same call sequence.
 
 mod build;
+mod decorators;
 mod defaults;
 mod dispatch;
 mod fast;
@@ -134,10 +137,12 @@ fn read(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<(), Error> {
     let plan = plan_for(ruby, rb::heap_class(obj).unwrap_or(obj))?;
     let target = RubyStruct::existing(obj, plan);
     let b = &mut RubyBuilder::new(ruby);
+    // The fast paths read through a decorator's inner protocol; the dispatch path calls the decorator.
+    let through = decorators::inner(protocol).unwrap_or(protocol);
     // One monomorphised decoder per encoding and buffer.
     macro_rules! fast {
         ($buffer:ty, $encoding:expr, $trans:expr, $encoder:expr) => {
-            let src = fast::source::<$buffer, _>(ruby, protocol, $encoder, $trans, $encoding);
+            let src = fast::source::<$buffer, _>(ruby, through, $encoder, $trans, $encoding);
             if let Some(mut src) = src {
                 let result = read_struct(&mut src, b, target, &plan.def, depth);
                 src.finish();
@@ -145,7 +150,7 @@ fn read(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<(), Error> {
             }
         };
     }
-    match fast_protocol(protocol) {
+    match fast_protocol(through) {
         Fast::Binary { trans, encoder } => {
             fast!(MemoryBuffer, binary_in, trans, encoder);
             fast!(LayeredBuffer, binary_in, trans, encoder);
@@ -159,7 +164,7 @@ fn read(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<(), Error> {
         Fast::No => {
             macro_rules! json {
                 ($bytes:ty) => {
-                    if let Some(mut src) = json::JsonSource::<$bytes>::new(protocol) {
+                    if let Some(mut src) = json::JsonSource::<$bytes>::new(through) {
                         let result = read_struct(&mut src, b, target, &plan.def, depth);
                         let finished = src.finish(result.is_ok());
                         return result.and(finished);
@@ -217,27 +222,28 @@ fn write(ruby: &Ruby, rb_self: Value, args: &[Value], union: bool) -> Result<(),
     let (protocol, depth) = parse_args(ruby, args)?;
     let obj = rb_self.as_raw();
     let values = &mut RubyValues::new(ruby);
-    let done = match fast_protocol(protocol) {
+    let through = decorators::inner(protocol).unwrap_or(protocol);
+    let done = match fast_protocol(through) {
         Fast::Binary { trans, .. } => write_fast(
             values,
-            fast::sink(protocol, trans, BinaryOut::new),
+            fast::sink(through, trans, BinaryOut::new),
             obj,
             depth,
             union,
         ),
         Fast::Compact { trans, .. } => write_fast(
             values,
-            fast::sink(protocol, trans, CompactOut::new),
+            fast::sink(through, trans, CompactOut::new),
             obj,
             depth,
             union,
         ),
-        Fast::No => json::JsonEncoder::eligible(protocol).and_then(|(trans, parent, context)| {
+        Fast::No => json::JsonEncoder::eligible(through).and_then(|(trans, parent, context)| {
             let json_values = &mut RubyValues::json(ruby);
-            let encoder = |out| json::JsonEncoder::new(out, protocol, parent, context);
+            let encoder = |out| json::JsonEncoder::new(out, through, parent, context);
             write_fast(
                 json_values,
-                fast::sink(protocol, trans, encoder),
+                fast::sink(through, trans, encoder),
                 obj,
                 depth,
                 union,
@@ -257,6 +263,7 @@ fn union_write(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<(), Error>
 
 pub fn init(ruby: &Ruby) -> Result<(), Error> {
     sets::init();
+    decorators::init(ruby)?;
     let t = thrift();
     BINARY.watch(protocols::binary::class(), Watch::Every);
     COMPACT.watch(t.compact_protocol, Watch::Every);
