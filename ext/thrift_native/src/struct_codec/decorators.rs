@@ -100,6 +100,17 @@ pub fn inner(protocol: VALUE) -> Option<VALUE> {
     };
     let inner = rb::ivar_get(protocol, IVAR_PROTOCOL.get());
     let inner_class = rb::heap_class(inner)?;
+    // Only the classes a fast path takes (pinned at load time): at most eight pairs are ever asked.
+    let t = thrift();
+    let fast_classes = [
+        crate::protocols::binary::class(),
+        t.compact_protocol,
+        t.json.protocol,
+        t.header.as_ref().map_or(0, |h| h.protocol),
+    ];
+    if !fast_classes.contains(&inner_class) {
+        return None;
+    }
     let known = PAIRS
         .lock()
         .unwrap_or_else(|e| e.into_inner())
@@ -111,7 +122,6 @@ pub fn inner(protocol: VALUE) -> Option<VALUE> {
         None => {
             // A class whose methods cannot be asked (a Ruby error) is not unwrapped.
             let ok = forwards_all(class, inner_class, decorator).unwrap_or(false);
-            rb::pin_forever(inner_class);
             let mut pairs = PAIRS.lock().unwrap_or_else(|e| e.into_inner());
             pairs.push((class as usize, inner_class as usize, ok));
             ok
