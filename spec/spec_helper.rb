@@ -68,6 +68,14 @@ module SpecSupport
     allocated_objects - before
   end
 
+  # The environment that gives a child process thrift master's library (THRIFT_MASTER_RB, which bin/test sets); the
+  # example is left pending without it.
+  def thrift_master_env
+    master = ENV.fetch("THRIFT_MASTER_RB", "")
+    skip "THRIFT_MASTER_RB (an apache/thrift checkout's lib/rb, its ext built) is not set" if master.empty?
+    { "THRIFT_MASTER_RB" => master }
+  end
+
   # Objects allocated by `n` decodes from `bytes` (the block reads from `trans`), not counting the Ruby library's
   # MemoryBufferTransport#reset_buffer that refills `trans` each time: it allocates on Ruby 3.3, not on 3.1.
   def read_allocations(n, trans, bytes, &read)

@@ -39,9 +39,7 @@ RSpec.describe "Transports over Thrift::Socket, differentially" do
   end
 
   it "answers, raises and calls the handle as thrift master's library does (THRIFT_MASTER_RB)" do
-    master = ENV.fetch("THRIFT_MASTER_RB", "")
-    skip "THRIFT_MASTER_RB (an apache/thrift checkout's lib/rb, its ext built) is not set" if master.empty?
-    env = { "THRIFT_MASTER_RB" => master }
+    env = thrift_master_env
     runs = %w[pure-master c-master ours-master].to_h { |a| [a, ChildRuby.marshal(script, a, env: env)] }
     compare(runs["ours-master"], runs["pure-master"], "pure-master")
     compare(runs["ours-master"], runs["c-master"], "c-master")

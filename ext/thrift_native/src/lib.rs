@@ -7,6 +7,7 @@
 
 mod gzip_writer;
 mod protocols;
+mod rpc;
 mod ruby;
 mod struct_codec;
 mod thrift;
@@ -60,7 +61,8 @@ fn define_everything(ruby: &Ruby, namespace: RModule) -> Result<(), Error> {
         .and_then(|_| transports::init(ruby))
         .and_then(|_| field_plan::init(ruby, namespace))
         .and_then(|_| struct_codec::init(ruby))
-        .and_then(|_| json_protocol::init(ruby));
+        .and_then(|_| json_protocol::init(ruby))
+        .and_then(|_| rpc::init(ruby));
     registry::finish();
     defined?;
     gzip_writer::init(ruby, namespace)?;

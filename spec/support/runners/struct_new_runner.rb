@@ -8,6 +8,7 @@
 require_relative "../../../test_support/accelerator"
 require_relative "../../../test_support/codec_types"
 require_relative "outcome"
+require_relative "../fixtures/key_named"
 
 Accelerator.load(ARGV.fetch(0))
 CodecTypes.load!
@@ -35,13 +36,6 @@ def with_default(default, name = "WithDefault")
     def struct_fields = self.class::FIELDS
     define_singleton_method(:name) { name }
   end
-end
-
-# A key whose to_s names a field (the library calls it; a native path must not guess).
-class KeyNamed
-  def initialize(name) = (@name = name)
-  def to_s = @name
-  def inspect = "#<KeyNamed #{@name}>"
 end
 
 class HashSubclass < Hash; end

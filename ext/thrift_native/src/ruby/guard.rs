@@ -17,7 +17,7 @@ use std::sync::Mutex;
 use magnus::{Error, RArray, Ruby};
 use rb_sys::VALUE;
 
-use super::names::{BIND_CALL, INSTANCE_METHOD, METHOD_DEFINED_P};
+use super::names::{BIND_CALL, INSTANCE_METHOD, METHOD_DEFINED_P, PRIVATE_METHOD_DEFINED_P};
 use super::rb;
 
 /// True while none of the methods a fast path relies on has changed.
@@ -131,11 +131,14 @@ impl<const N: usize> Originals<N> {
     }
 
     /// Keeps `class`'s methods before ours replace them. Every one of them must exist unless `only_defined`, which
-    /// keeps those the class has (a method a thrift version lacks then gets no native one either).
+    /// keeps those the class has, public or private (a method a thrift version lacks then gets no native one either).
     pub fn keep(&self, ruby: &Ruby, class: VALUE, only_defined: bool) -> Result<(), Error> {
         for (name, slot) in self.names.iter().zip(&self.methods) {
             let name = magnus::rb_sys::AsRawValue::as_raw(ruby.to_symbol(name));
-            if only_defined && !rb::truthy(rb::funcall(class, METHOD_DEFINED_P.get(), &[name])?) {
+            if only_defined
+                && !rb::truthy(rb::funcall(class, METHOD_DEFINED_P.get(), &[name])?)
+                && !rb::truthy(rb::funcall(class, PRIVATE_METHOD_DEFINED_P.get(), &[name])?)
+            {
                 continue;
             }
             let unbound = rb::funcall(class, INSTANCE_METHOD.get(), &[name])?;

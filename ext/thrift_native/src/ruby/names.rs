@@ -37,6 +37,7 @@ define_rb_intern!(
 define_rb_intern!(
     INSTANCE_METHOD => "instance_method",
     METHOD_DEFINED_P => "method_defined?",
+    PRIVATE_METHOD_DEFINED_P => "private_method_defined?",
     BIND_CALL => "bind_call",
 );
 
@@ -72,6 +73,31 @@ define_rb_intern!(
     MESSAGE => "message",
     RAISE => "raise",
     APPEND => "<<",
+);
+
+// Thrift::Client's ivars, the methods its methods call, and the operators they apply (rpc/client.rs).
+define_rb_intern!(
+    IVAR_IPROT => "@iprot",
+    IVAR_OPROT => "@oprot",
+    IVAR_SEQID => "@seqid",
+    IVAR_PENDING_SEQIDS => "@pending_seqids",
+    WRITE_MESSAGE_BEGIN => "write_message_begin",
+    WRITE_MESSAGE_END => "write_message_end",
+    READ_MESSAGE_BEGIN => "read_message_begin",
+    READ_MESSAGE_END => "read_message_end",
+    SEND_MESSAGE_ARGS => "send_message_args",
+    WRITE_MESSAGE => "write_message",
+    HANDLE_EXCEPTION => "handle_exception",
+    NEXT_SEQID => "next_seqid!",
+    DEQUEUE_PENDING_SEQID => "dequeue_pending_seqid",
+    RAISE_APPLICATION_EXCEPTION => "raise_application_exception",
+    TRANS => "trans",
+    SEND => "send",
+    SHIFT => "shift",
+    EACH_ID => "each",
+    EQ => "==",
+    NOT_EQ => "!=",
+    PLUS => "+",
 );
 
 // HeaderTransport's ivars and the StringIO methods it uses.

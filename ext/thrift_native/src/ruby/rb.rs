@@ -57,6 +57,13 @@ pub fn string_class() -> VALUE {
     unsafe { rb_sys::rb_cString }
 }
 
+/// `::Symbol`.
+#[inline(always)]
+pub fn symbol_class() -> VALUE {
+    // SAFETY: rb_cSymbol is set when Ruby boots, before any extension loads, and never changes.
+    unsafe { rb_sys::rb_cSymbol }
+}
+
 /// `::Hash`.
 #[inline(always)]
 pub fn hash_class() -> VALUE {

@@ -31,6 +31,21 @@ pub fn define_method<M: Method>(
     method: M,
 ) -> Result<(), Error> {
     class.define_method(name, method)?;
+    record(ruby, class, name)
+}
+
+/// The same, for a method that is private in the library (master's `Thrift::Client#write_message`, say).
+pub fn define_private_method<M: Method>(
+    ruby: &Ruby,
+    class: impl Module,
+    name: &str,
+    method: M,
+) -> Result<(), Error> {
+    class.define_private_method(name, method)?;
+    record(ruby, class, name)
+}
+
+fn record(ruby: &Ruby, class: impl Module, name: &str) -> Result<(), Error> {
     let class = class.as_value();
     let Some(raw) = NATIVE_METHODS.with(|h| h.get()) else {
         return Ok(());

@@ -1,0 +1,640 @@
+//! `Thrift::Client`'s methods, native: the client's half of a call without the Ruby frames of the library's methods,
+//! the block of `args.each`, or the two Strings of each `data.send("#{k}=", v)`.
+//!
+//! Each native method makes the calls the loaded version's Ruby method makes, in its order, on the same receivers,
+//! each dispatched (`rb_funcall`): the protocol's methods, `args_class.new`, the argument setters, `data.write`, and
+//! the client's own methods it calls (`send_message_args`, `handle_exception`, `next_seqid!`, ...), so that a
+//! subclass, a mock or a redefined method sees what it sees with the library. Three versions of client.rb
+//! ([`Flavor`], probed at load time): 0.14/0.17 (`receive_message` reads the message begin and calls
+//! `handle_exception`), 0.19 (`receive_message_begin` and `reply_seqid` beside it), master (private
+//! `write_message` with sequence ids in `@pending_seqids`, the close after a failed send, `validate_message_begin`).
+//!
+//! The arguments' setters: `"#{k}="` is looked up as an existing method name (`rb_check_id_cstr`, what `send` with a
+//! String does) for a Symbol or String key, and called directly when `data.send` is Kernel's; any other key, a name no
+//! method has, or an `args` that is not a plain Hash of at most 16 pairs gets the library's own method. The pairs are
+//! taken before the first setter runs (a setter that changes the caller's `args` Hash meanwhile would see the rest of
+//! the walk differ).
+
+use std::sync::atomic::{AtomicI64, AtomicU8, AtomicUsize, Ordering};
+
+use magnus::rb_sys::AsRawValue;
+use magnus::{Error, Module, RModule, Ruby, Value};
+use rb_sys::{ID, VALUE};
+
+use crate::ruby::guard::Originals;
+use crate::ruby::names::{
+    APPEND, CLOSE, DEQUEUE_PENDING_SEQID, EACH_ID, EQ, FLUSH, HANDLE_EXCEPTION, IVAR_IPROT,
+    IVAR_OPROT, IVAR_PENDING_SEQIDS, IVAR_SEQID, NEW, NEXT_SEQID, NOT_EQ, PLUS,
+    RAISE_APPLICATION_EXCEPTION, READ, READ_MESSAGE_BEGIN, READ_MESSAGE_END, SEND,
+    SEND_MESSAGE_ARGS, SHIFT, TO_S, TRANS, WRITE, WRITE_MESSAGE, WRITE_MESSAGE_BEGIN,
+    WRITE_MESSAGE_END,
+};
+use crate::ruby::{rb, registry};
+use crate::thrift::thrift;
+
+/// Which client.rb the loaded thrift has.
+#[derive(Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+enum Flavor {
+    /// 0.14-0.17: `receive_message` reads the message begin and calls `handle_exception`.
+    V014 = 0,
+    /// 0.19: `receive_message_begin`, `reply_seqid`; `receive_message` reads only the result.
+    V019 = 1,
+    /// master: private `write_message`, `@pending_seqids`, `validate_message_begin`.
+    Master = 2,
+}
+
+static FLAVOR: AtomicU8 = AtomicU8::new(0);
+
+fn flavor() -> Flavor {
+    match FLAVOR.load(Ordering::Relaxed) {
+        1 => Flavor::V019,
+        2 => Flavor::Master,
+        _ => Flavor::V014,
+    }
+}
+
+/// The library's constants, read at load time.
+struct Constants {
+    call: AtomicI64,
+    oneway: AtomicI64,
+    reply: AtomicI64,
+    exception: AtomicI64,
+    invalid_message_type: AtomicI64,
+    wrong_method_name: AtomicI64,
+    bad_sequence_id: AtomicI64,
+    min_seqid: AtomicI64,
+    max_seqid: AtomicI64,
+    application_exception: AtomicUsize,
+}
+
+static K: Constants = Constants {
+    call: AtomicI64::new(1),
+    oneway: AtomicI64::new(4),
+    reply: AtomicI64::new(2),
+    exception: AtomicI64::new(3),
+    invalid_message_type: AtomicI64::new(2),
+    wrong_method_name: AtomicI64::new(3),
+    bad_sequence_id: AtomicI64::new(4),
+    min_seqid: AtomicI64::new(i32::MIN as i64),
+    max_seqid: AtomicI64::new(i32::MAX as i64),
+    application_exception: AtomicUsize::new(0),
+};
+
+fn k(v: &AtomicI64) -> VALUE {
+    rb::integer(v.load(Ordering::Relaxed))
+}
+
+/// The library's methods that the native ones hand a call they do not take to.
+const FALLBACK: [&str; 2] = ["send_message_args", "write_message"];
+const SEND_MESSAGE_ARGS_M: usize = 0;
+const WRITE_MESSAGE_M: usize = 1;
+static ORIGINALS: Originals<2> = Originals::new(FALLBACK);
+
+/// At most this many arguments are taken natively (a generated `send_*` passes one pair per argument).
+const MAX_ARGS: usize = 16;
+
+fn ivar(this: VALUE, id: &crate::ruby::rb::StaticId) -> VALUE {
+    rb::ivar_get(this, id.get())
+}
+
+/// `a == b`, as Ruby answers it (Integers compared here).
+fn equal(a: VALUE, b: VALUE) -> Result<bool, Error> {
+    if let (Some(x), Some(y)) = (rb::fixnum_value(a), rb::fixnum_value(b)) {
+        return Ok(x == y);
+    }
+    Ok(rb::truthy(rb::funcall(a, EQ.get(), &[b])?))
+}
+
+/// `a, b, c = v`'s view of `v`: its elements when it is (or converts `to_ary` to) an Array, else `[v]`.
+fn destructure(v: VALUE) -> Result<[VALUE; 3], Error> {
+    // SAFETY: protected; rb_check_array_type may call `to_ary`.
+    let ary = magnus::rb_sys::protect(|| unsafe { rb_sys::rb_check_array_type(v) })?;
+    if rb::is_nil(ary) {
+        return Ok([v, rb::QNIL, rb::QNIL]);
+    }
+    // SAFETY: `ary` is an Array held on this stack; its entries are read at once.
+    let len = unsafe { rb::array_len(ary) };
+    let at = |i: usize| {
+        if i >= len {
+            return rb::QNIL;
+        }
+        // SAFETY: as above, an index below `len`.
+        unsafe { rb::array_entry(ary, i) }
+    };
+    Ok([at(0), at(1), at(2)])
+}
+
+/// True when `method` of objects of `class` is the one Ruby defines (not redefined, no module in front of it).
+fn basic(class: VALUE, method: ID) -> bool {
+    // SAFETY: `class` is a live class; rb_method_basic_definition_p only looks the method up.
+    unsafe { rb_sys::rb_method_basic_definition_p(class, method) != 0 }
+}
+
+/// The pairs of `args`, when `args.each { |k, v| ... }` can be walked here: an exact Hash whose `each` is Hash's,
+/// with Symbol or String keys whose `to_s` is their class's own.
+fn plain_pairs(args: VALUE, out: &mut [(VALUE, VALUE); MAX_ARGS]) -> Option<usize> {
+    if !rb::is_exact_instance(args, rb::hash_class()) || !basic(rb::hash_class(), EACH_ID.get()) {
+        return None;
+    }
+    // SAFETY: `args` is a Hash.
+    let n = unsafe { rb::hash_pairs(args, out) }?;
+    let symbol_to_s = basic(rb::symbol_class(), TO_S.get());
+    let string_to_s = basic(rb::string_class(), TO_S.get());
+    out[..n]
+        .iter()
+        .all(|(key, _)| {
+            if rb::is_static_symbol(*key) {
+                symbol_to_s
+            } else {
+                rb::is_exact_instance(*key, rb::string_class()) && string_to_s
+            }
+        })
+        .then_some(n)
+}
+
+/// The method name `"#{key}="`, if a method of that name can exist (its Symbol does): what `send` would call.
+fn setter_id(key: VALUE) -> ID {
+    let name = if rb::is_static_symbol(key) {
+        // SAFETY: rb_sym2str of a static Symbol answers its frozen name without allocating.
+        unsafe { rb_sys::rb_sym2str(key) }
+    } else {
+        key
+    };
+    // SAFETY: `name` is a String on this stack; its bytes are copied out before anything else runs.
+    let bytes = unsafe { rb::str_bytes(name) };
+    if bytes.len() > 255 {
+        return 0;
+    }
+    let mut buf = [0u8; 256];
+    buf[..bytes.len()].copy_from_slice(bytes);
+    buf[bytes.len()] = b'=';
+    // SAFETY: `buf` holds len + 1 bytes; rb_check_id_cstr only looks the name up (no Symbol is made); the encoding
+    // is the name's own.
+    unsafe {
+        let enc = rb_sys::rb_enc_get(name);
+        rb_sys::rb_check_id_cstr(buf.as_ptr() as *const _, (bytes.len() + 1) as _, enc)
+    }
+}
+
+/// `data = args_class.new; args.each { |k, v| data.send("#{k}=", v) }` over the pairs `plain_pairs` took.
+fn make_args(args_class: VALUE, pairs: &[(VALUE, VALUE)]) -> Result<VALUE, Error> {
+    let data = rb::funcall(args_class, NEW.get(), &[])?;
+    let own_send = rb::heap_class(data).is_some_and(|c| basic(c, SEND.get()));
+    for &(key, value) in pairs {
+        let id = if own_send { setter_id(key) } else { 0 };
+        if id != 0 {
+            rb::funcall(data, id, &[value])?;
+        } else {
+            // The library's way: a new String, through `send`.
+            let name = if rb::is_static_symbol(key) {
+                rb::funcall(key, TO_S.get(), &[])?
+            } else {
+                key
+            };
+            let setter = rb::utf8_string(&[]);
+            rb::str_cat_str(setter, name)?;
+            rb::str_cat(setter, b"=")?;
+            rb::funcall(data, SEND.get(), &[setter, value])?;
+        }
+    }
+    Ok(data)
+}
+
+/// The exception in `e`, when it is a StandardError (what a bare `rescue` catches).
+fn standard_error(e: &Error) -> bool {
+    let ruby = Ruby::get().expect("called from a Ruby thread");
+    e.value().is_some() && e.is_kind_of(ruby.exception_standard_error())
+}
+
+fn oprot_trans(this: VALUE) -> Result<VALUE, Error> {
+    rb::funcall(ivar(this, &IVAR_OPROT), TRANS.get(), &[])
+}
+
+/// 0.14-0.19 `send_message_args`: the arguments written (a failed write closes the transport), the message end,
+/// the flush.
+fn send_message_args_v014(this: VALUE, args_class: VALUE, args: VALUE) -> Result<VALUE, Error> {
+    let mut pairs = [(rb::QNIL, rb::QNIL); MAX_ARGS];
+    let Some(n) = plain_pairs(args, &mut pairs) else {
+        return ORIGINALS.call(SEND_MESSAGE_ARGS_M, this, &[args_class, args]);
+    };
+    let data = make_args(args_class, &pairs[..n])?;
+    if let Err(e) = rb::funcall(data, WRITE.get(), &[ivar(this, &IVAR_OPROT)]) {
+        if standard_error(&e) {
+            rb::funcall(oprot_trans(this)?, CLOSE.get(), &[])?;
+        }
+        return Err(e);
+    }
+    rb::funcall(ivar(this, &IVAR_OPROT), WRITE_MESSAGE_END.get(), &[])?;
+    rb::funcall(oprot_trans(this)?, FLUSH.get(), &[])
+}
+
+/// master's private `write_message(name, type, args_class, args)`.
+fn write_message_master(this: VALUE, args: &[VALUE; 4]) -> Result<VALUE, Error> {
+    let [name, kind, args_class, arguments] = *args;
+    let mut pairs = [(rb::QNIL, rb::QNIL); MAX_ARGS];
+    let Some(n) = plain_pairs(arguments, &mut pairs) else {
+        return ORIGINALS.call(WRITE_MESSAGE_M, this, args);
+    };
+    let data = make_args(args_class, &pairs[..n])?;
+    let seqid = if rb::is_nil(name) {
+        rb::QNIL
+    } else {
+        rb::funcall(this, NEXT_SEQID.get(), &[])?
+    };
+    let sent = (|| {
+        if !rb::is_nil(name) {
+            rb::funcall(
+                ivar(this, &IVAR_OPROT),
+                WRITE_MESSAGE_BEGIN.get(),
+                &[name, kind, seqid],
+            )?;
+        }
+        rb::funcall(data, WRITE.get(), &[ivar(this, &IVAR_OPROT)])?;
+        rb::funcall(ivar(this, &IVAR_OPROT), WRITE_MESSAGE_END.get(), &[])?;
+        rb::funcall(oprot_trans(this)?, FLUSH.get(), &[])
+    })();
+    let flush_result = match sent {
+        Ok(v) => v,
+        Err(e) if standard_error(&e) => {
+            // `begin @oprot.trans.close rescue StandardError end`: the send's error is the one raised.
+            if let Err(close_error) =
+                oprot_trans(this).and_then(|t| rb::funcall(t, CLOSE.get(), &[]))
+            {
+                if !standard_error(&close_error) {
+                    return Err(close_error);
+                }
+            }
+            return Err(e);
+        }
+        Err(e) => return Err(e),
+    };
+    if equal(kind, k(&K.call))? {
+        return rb::funcall(ivar(this, &IVAR_PENDING_SEQIDS), APPEND.get(), &[seqid]);
+    }
+    Ok(flush_result)
+}
+
+/// `send_message(name, args_class, args = {})` and `send_oneway_message`, of message type `kind`.
+fn send(this: VALUE, kind: VALUE, args: &[Value]) -> Result<VALUE, Error> {
+    let (name, args_class, arguments) = match args {
+        [name, class] => (name.as_raw(), class.as_raw(), rb_sys_hash_new()),
+        [name, class, arguments] => (name.as_raw(), class.as_raw(), arguments.as_raw()),
+        _ => return Err(arity_error(args.len(), "2..3")),
+    };
+    match flavor() {
+        Flavor::Master => rb::funcall(
+            this,
+            WRITE_MESSAGE.get(),
+            &[name, kind, args_class, arguments],
+        ),
+        Flavor::V014 | Flavor::V019 => {
+            let seqid = ivar(this, &IVAR_SEQID);
+            rb::funcall(
+                ivar(this, &IVAR_OPROT),
+                WRITE_MESSAGE_BEGIN.get(),
+                &[name, kind, seqid],
+            )?;
+            rb::funcall(this, SEND_MESSAGE_ARGS.get(), &[args_class, arguments])
+        }
+    }
+}
+
+fn rb_sys_hash_new() -> VALUE {
+    // SAFETY: rb_hash_new allocates an empty Hash (the default `args = {}`), held on the caller's stack.
+    unsafe { rb_sys::rb_hash_new() }
+}
+
+fn arity_error(given: usize, expected: &str) -> Error {
+    let ruby = Ruby::get().expect("called from a Ruby thread");
+    Error::new(
+        ruby.exception_arg_error(),
+        format!("wrong number of arguments (given {given}, expected {expected})"),
+    )
+}
+
+fn send_message(rb_self: Value, args: &[Value]) -> Result<Value, Error> {
+    send(rb_self.as_raw(), k(&K.call), args).map(rb::returned)
+}
+
+fn send_oneway_message(rb_self: Value, args: &[Value]) -> Result<Value, Error> {
+    send(rb_self.as_raw(), k(&K.oneway), args).map(rb::returned)
+}
+
+fn send_message_args(rb_self: Value, args_class: Value, args: Value) -> Result<Value, Error> {
+    let this = rb_self.as_raw();
+    match flavor() {
+        Flavor::Master => rb::funcall(
+            this,
+            WRITE_MESSAGE.get(),
+            &[rb::QNIL, rb::QNIL, args_class.as_raw(), args.as_raw()],
+        ),
+        Flavor::V014 | Flavor::V019 => {
+            send_message_args_v014(this, args_class.as_raw(), args.as_raw())
+        }
+    }
+    .map(rb::returned)
+}
+
+fn write_message(
+    rb_self: Value,
+    name: Value,
+    kind: Value,
+    args_class: Value,
+    args: Value,
+) -> Result<Value, Error> {
+    let args = [
+        name.as_raw(),
+        kind.as_raw(),
+        args_class.as_raw(),
+        args.as_raw(),
+    ];
+    write_message_master(rb_self.as_raw(), &args).map(rb::returned)
+}
+
+/// master's `next_seqid!`: `@seqid`, and the next one (after MAX_SEQUENCE_ID, MIN_SEQUENCE_ID) stored.
+fn next_seqid(rb_self: Value) -> Result<Value, Error> {
+    let this = rb_self.as_raw();
+    let seqid = ivar(this, &IVAR_SEQID);
+    let next = if equal(seqid, k(&K.max_seqid))? {
+        k(&K.min_seqid)
+    } else {
+        match rb::fixnum_value(seqid) {
+            Some(n) if n < i64::from(i32::MAX) => rb::integer(n + 1),
+            _ => rb::funcall(seqid, PLUS.get(), &[rb::integer(1)])?,
+        }
+    };
+    rb::ivar_set(this, IVAR_SEQID.get(), next)?;
+    Ok(rb::returned(seqid))
+}
+
+/// master's `dequeue_pending_seqid`: `@pending_seqids.shift`.
+fn dequeue_pending_seqid(rb_self: Value) -> Result<Value, Error> {
+    rb::funcall(
+        ivar(rb_self.as_raw(), &IVAR_PENDING_SEQIDS),
+        SHIFT.get(),
+        &[],
+    )
+    .map(rb::returned)
+}
+
+/// `receive_message(result_klass)`: 0.14 reads the message begin and calls `handle_exception` first.
+fn receive_message(rb_self: Value, result_klass: Value) -> Result<Value, Error> {
+    let this = rb_self.as_raw();
+    if flavor() == Flavor::V014 {
+        let begin = rb::funcall(ivar(this, &IVAR_IPROT), READ_MESSAGE_BEGIN.get(), &[])?;
+        let [_, mtype, _] = destructure(begin)?;
+        rb::funcall(this, HANDLE_EXCEPTION.get(), &[mtype])?;
+    }
+    let result = rb::funcall(result_klass.as_raw(), NEW.get(), &[])?;
+    rb::funcall(result, READ.get(), &[ivar(this, &IVAR_IPROT)])?;
+    rb::funcall(ivar(this, &IVAR_IPROT), READ_MESSAGE_END.get(), &[])?;
+    Ok(rb::returned(result))
+}
+
+/// 0.19 and master: `fname, mtype, rseqid = @iprot.read_message_begin; [fname, mtype, rseqid]`.
+fn receive_message_begin(rb_self: Value) -> Result<Value, Error> {
+    let begin = rb::funcall(
+        ivar(rb_self.as_raw(), &IVAR_IPROT),
+        READ_MESSAGE_BEGIN.get(),
+        &[],
+    )?;
+    let parts = destructure(begin)?;
+    // SAFETY: the three VALUEs are on this stack; rb_ary_new_from_values copies them.
+    Ok(rb::returned(unsafe {
+        rb_sys::rb_ary_new_from_values(3, parts.as_ptr())
+    }))
+}
+
+/// The ApplicationException read from the input (and its message end), raised: 0.14-0.19's `handle_exception` for
+/// an EXCEPTION message, master's `raise_application_exception`.
+fn raise_application_exception(this: VALUE) -> Error {
+    let read = || -> Result<VALUE, Error> {
+        let class = K.application_exception.load(Ordering::Relaxed) as VALUE;
+        let x = rb::funcall(class, NEW.get(), &[])?;
+        rb::funcall(x, READ.get(), &[ivar(this, &IVAR_IPROT)])?;
+        rb::funcall(ivar(this, &IVAR_IPROT), READ_MESSAGE_END.get(), &[])?;
+        Ok(x)
+    };
+    match read() {
+        // SAFETY: `x` is the ApplicationException just made, an Exception.
+        Ok(x) => Error::from(
+            magnus::Exception::from_value(unsafe { rb::value(x) }).expect("an exception"),
+        ),
+        Err(e) => e,
+    }
+}
+
+/// 0.14-0.19 `handle_exception(mtype)`.
+fn handle_exception(rb_self: Value, mtype: Value) -> Result<Value, Error> {
+    if equal(mtype.as_raw(), k(&K.exception))? {
+        return Err(raise_application_exception(rb_self.as_raw()));
+    }
+    Ok(rb::returned(rb::QNIL))
+}
+
+/// 0.19 `reply_seqid(rseqid)`: `rseqid == @seqid`, as true or false.
+fn reply_seqid(rb_self: Value, rseqid: Value) -> Result<bool, Error> {
+    equal(rseqid.as_raw(), ivar(rb_self.as_raw(), &IVAR_SEQID))
+}
+
+/// `ApplicationException.new(code, "#{expected_name} failed: <what>")`, raised.
+fn application_error(code: &AtomicI64, expected_name: VALUE, what: &str) -> Error {
+    let make = || -> Result<VALUE, Error> {
+        let message = rb::utf8_string(&[]);
+        let name = if rb::is_string(expected_name) {
+            expected_name
+        } else {
+            rb::funcall(expected_name, TO_S.get(), &[])?
+        };
+        rb::str_cat_str(message, name)?;
+        rb::str_cat(message, format!(" failed: {what}").as_bytes())?;
+        let class = K.application_exception.load(Ordering::Relaxed) as VALUE;
+        rb::funcall(class, NEW.get(), &[k(code), message])
+    };
+    match make() {
+        // SAFETY: an ApplicationException just made.
+        Ok(x) => Error::from(
+            magnus::Exception::from_value(unsafe { rb::value(x) }).expect("an exception"),
+        ),
+        Err(e) => e,
+    }
+}
+
+/// master's `validate_message_begin(fname, mtype, rseqid, expected_name)`.
+fn validate_message_begin(rb_self: Value, args: &[Value]) -> Result<Value, Error> {
+    let [fname, mtype, rseqid, expected_name] = match args {
+        [a, b, c, d] => [a.as_raw(), b.as_raw(), c.as_raw(), d.as_raw()],
+        _ => return Err(arity_error(args.len(), "4")),
+    };
+    let this = rb_self.as_raw();
+    let expected_seqid = rb::funcall(this, DEQUEUE_PENDING_SEQID.get(), &[])?;
+    if equal(mtype, k(&K.exception))? {
+        rb::funcall(this, RAISE_APPLICATION_EXCEPTION.get(), &[])?;
+    }
+    if not_equal(mtype, k(&K.reply))? {
+        return Err(application_error(
+            &K.invalid_message_type,
+            expected_name,
+            "invalid message type",
+        ));
+    }
+    if not_equal(fname, expected_name)? {
+        return Err(application_error(
+            &K.wrong_method_name,
+            expected_name,
+            "wrong method name",
+        ));
+    }
+    if !rb::is_nil(expected_seqid) && equal(rseqid, expected_seqid)? {
+        return Ok(rb::returned(rb::QNIL));
+    }
+    Err(application_error(
+        &K.bad_sequence_id,
+        expected_name,
+        "out of sequence response",
+    ))
+}
+
+/// `a != b`, as Ruby answers it (Integers and Strings compared here).
+fn not_equal(a: VALUE, b: VALUE) -> Result<bool, Error> {
+    if let (Some(x), Some(y)) = (rb::fixnum_value(a), rb::fixnum_value(b)) {
+        return Ok(x != y);
+    }
+    Ok(rb::truthy(rb::funcall(a, NOT_EQ.get(), &[b])?))
+}
+
+fn raise_application_exception_method(rb_self: Value) -> Result<Value, Error> {
+    Err(raise_application_exception(rb_self.as_raw()))
+}
+
+pub fn init(ruby: &Ruby) -> Result<(), Error> {
+    // SAFETY: the Thrift module is pinned at load time.
+    let thrift_module =
+        RModule::from_value(unsafe { rb::value(thrift().module) }).expect("Thrift is a module");
+    let client: RModule = thrift_module.const_get("Client")?;
+    let message_types: RModule = thrift_module.const_get("MessageTypes")?;
+    let application_exception: magnus::RClass = thrift_module.const_get("ApplicationException")?;
+    let sym = |name: &str| ruby.to_symbol(name);
+    use magnus::value::ReprValue;
+    let private_defined = |name: &str| -> Result<bool, Error> {
+        client
+            .as_value()
+            .funcall("private_method_defined?", (sym(name),))
+    };
+    let public_defined = |name: &str| -> Result<bool, Error> {
+        client.as_value().funcall("method_defined?", (sym(name),))
+    };
+    let flavor = if private_defined("write_message")? {
+        Flavor::Master
+    } else if public_defined("receive_message_begin")? {
+        Flavor::V019
+    } else {
+        Flavor::V014
+    };
+    FLAVOR.store(flavor as u8, Ordering::Relaxed);
+    let store = |slot: &AtomicI64,
+                 scope: &dyn Fn(&str) -> Result<i64, Error>,
+                 name: &str|
+     -> Result<(), Error> {
+        slot.store(scope(name)?, Ordering::Relaxed);
+        Ok(())
+    };
+    let types = |name: &str| message_types.const_get::<_, i64>(name);
+    store(&K.call, &types, "CALL")?;
+    store(&K.oneway, &types, "ONEWAY")?;
+    store(&K.reply, &types, "REPLY")?;
+    store(&K.exception, &types, "EXCEPTION")?;
+    let codes = |name: &str| application_exception.const_get::<_, i64>(name);
+    store(&K.invalid_message_type, &codes, "INVALID_MESSAGE_TYPE")?;
+    store(&K.wrong_method_name, &codes, "WRONG_METHOD_NAME")?;
+    store(&K.bad_sequence_id, &codes, "BAD_SEQUENCE_ID")?;
+    rb::pin_forever(application_exception.as_raw());
+    K.application_exception
+        .store(application_exception.as_raw() as usize, Ordering::Relaxed);
+    if flavor == Flavor::Master {
+        let seq = |name: &str| client.const_get::<_, i64>(name);
+        store(&K.min_seqid, &seq, "MIN_SEQUENCE_ID")?;
+        store(&K.max_seqid, &seq, "MAX_SEQUENCE_ID")?;
+    }
+    ORIGINALS.keep(ruby, client.as_raw(), true)?;
+
+    registry::define_method(
+        ruby,
+        client,
+        "send_message",
+        magnus::method!(send_message, -1),
+    )?;
+    registry::define_method(
+        ruby,
+        client,
+        "send_oneway_message",
+        magnus::method!(send_oneway_message, -1),
+    )?;
+    registry::define_method(
+        ruby,
+        client,
+        "send_message_args",
+        magnus::method!(send_message_args, 2),
+    )?;
+    registry::define_method(
+        ruby,
+        client,
+        "receive_message",
+        magnus::method!(receive_message, 1),
+    )?;
+    match flavor {
+        Flavor::V014 | Flavor::V019 => {
+            registry::define_method(
+                ruby,
+                client,
+                "handle_exception",
+                magnus::method!(handle_exception, 1),
+            )?;
+        }
+        Flavor::Master => {
+            registry::define_method(
+                ruby,
+                client,
+                "validate_message_begin",
+                magnus::method!(validate_message_begin, -1),
+            )?;
+            registry::define_private_method(
+                ruby,
+                client,
+                "write_message",
+                magnus::method!(write_message, 4),
+            )?;
+            registry::define_private_method(
+                ruby,
+                client,
+                "next_seqid!",
+                magnus::method!(next_seqid, 0),
+            )?;
+            registry::define_private_method(
+                ruby,
+                client,
+                "dequeue_pending_seqid",
+                magnus::method!(dequeue_pending_seqid, 0),
+            )?;
+            registry::define_private_method(
+                ruby,
+                client,
+                "raise_application_exception",
+                magnus::method!(raise_application_exception_method, 0),
+            )?;
+        }
+    }
+    if flavor != Flavor::V014 {
+        registry::define_method(
+            ruby,
+            client,
+            "receive_message_begin",
+            magnus::method!(receive_message_begin, 0),
+        )?;
+    }
+    if flavor == Flavor::V019 {
+        registry::define_method(ruby, client, "reply_seqid", magnus::method!(reply_seqid, 1))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,202 @@
+# frozen_string_literal: true
+
+# Thrift::Client's methods with one accelerator, for the differential spec of the native client (rpc/client.rs): one
+# process per accelerator, the same cases, each on a fresh client whose protocols are recording doubles (every call
+# logged with its arguments, then passed to a real BinaryProtocol over a memory buffer, or answered from the case's
+# script) and whose transport double logs `flush` and `close`.
+#   ruby client_runner.rb ACCELERATOR -> Marshal [[case name, outcome, calls, client ivars after], ...]
+# outcome: [:ok, inspect of the answer] or the exception (outcome.rb); calls: the doubles' log in order.
+require_relative "../../../test_support/accelerator"
+require_relative "outcome"
+require_relative "../fixtures/key_named"
+
+Accelerator.load(ARGV.fetch(0))
+$stdout.binmode
+
+# Logs flush and close; raises from them when told.
+class TransportDouble < Thrift::MemoryBufferTransport
+  attr_accessor :log, :fail_on
+
+  def flush = (@log << [:flush]) && (fail_on&.include?(:flush) ? raise(IOError, "flush failed") : :flushed)
+  def close = (@log << [:close]) && (fail_on&.include?(:close) ? raise(IOError, "close failed") : nil)
+end
+
+# Every protocol method logged, then done by a BinaryProtocol over the double (or answered by `script[name]`).
+class ProtocolDouble < Thrift::BaseProtocol
+  attr_reader :double
+
+  def initialize(double, log, script)
+    super(double)
+    @double = double
+    @inner = Thrift::BinaryProtocol.new(double)
+    @log = log
+    @script = script
+  end
+
+  def trans = (@log << [:trans]) && @double
+
+  (Thrift::BaseProtocol.instance_methods(false).grep(/\A(read|write)_/) + %i[skip]).each do |m|
+    define_method(m) do |*args|
+      @log << [m, *args.map(&:inspect)]
+      answer = @script[m]
+      next answer.call(*args) if answer
+
+      @inner.send(m, *args)
+    end
+  end
+end
+
+class Args
+  include Thrift::Struct
+  include Thrift::Struct_Union
+  FIELDS = { 1 => { type: Thrift::Types::I32, name: "n" }, 2 => { type: Thrift::Types::STRING, name: "s" } }.freeze
+  def struct_fields = FIELDS
+  def validate; end
+  Thrift::Struct.generate_accessors(self)
+end
+
+class Result
+  include Thrift::Struct
+  include Thrift::Struct_Union
+  FIELDS = { 0 => { type: Thrift::Types::STRING, name: "success" } }.freeze
+  def struct_fields = FIELDS
+  def validate; end
+  Thrift::Struct.generate_accessors(self)
+end
+
+# An args class whose instances answer `send` themselves.
+class ArgsWithSend < Args
+  def send(name, *args) = (@sent ||= []) << name && super
+end
+
+class TestClient
+  include Thrift::Client
+end
+
+class OverridingClient < TestClient
+  def send_message_args(args_class, args) = (@overridden = [args_class.name, args]) && super
+end
+
+class HashSubclass < Hash; end
+
+MASTER = Thrift::Client.private_method_defined?(:write_message)
+V019 = !MASTER && Thrift::Client.method_defined?(:receive_message_begin)
+T = Thrift::MessageTypes
+
+# The bytes of a message body: `obj` written with a BinaryProtocol.
+def body(obj)
+  t = Thrift::MemoryBufferTransport.new
+  obj.write(Thrift::BinaryProtocol.new(t))
+  t.read(t.available)
+end
+
+# A client on doubles: the input holds `input` bytes; `script` answers some protocol calls.
+def client(klass = TestClient, input: "", script: {}, fail_on: nil)
+  log = []
+  double = TransportDouble.new(input.b)
+  double.log = log
+  double.fail_on = fail_on
+  [klass.new(ProtocolDouble.new(double, log, script)), log]
+end
+
+# The version's receive sequence, as its generated code calls it.
+def receive(c, name, result_class)
+  if MASTER
+    fname, mtype, rseqid = c.receive_message_begin
+    c.validate_message_begin(fname, mtype, rseqid, name)
+  elsif V019
+    fname, mtype, rseqid = c.receive_message_begin
+    c.handle_exception(mtype)
+    raise "seqid reply faild" if c.reply_seqid(rseqid) == false
+  end
+  c.receive_message(result_class)
+end
+
+def begin_answer(name, type, seqid) = { read_message_begin: ->(*) { [name, type, seqid] } }
+
+def ivars(c) = c.instance_variables.sort.reject { |i| %i[@iprot @oprot].include?(i) }.map { |i| [i, c.instance_variable_get(i).inspect] }
+
+def scrub(e) = Outcome.failed(e, Outcome.first_line(e).gsub(/0x\h+/, "0x"))
+
+# Each case: the client's set-up (client's arguments) and what is done with it.
+CASES = {
+  "send_message" => [{}, ->(c) { c.send_message("ping", Args, n: 1, s: "x") }],
+  "send_message, String keys" => [{}, ->(c) { c.send_message("ping", Args, "n" => 2) }],
+  "send_message, no args" => [{}, ->(c) { c.send_message("ping", Args) }],
+  "send_message, an empty Hash" => [{}, ->(c) { c.send_message("ping", Args, {}) }],
+  "send_oneway_message" => [{}, ->(c) { c.send_oneway_message("fire", Args, n: 3) }],
+  "send_message_args" => [{}, ->(c) { c.send_message_args(Args, s: "only") }],
+  "send_message, an unknown key" => [{}, ->(c) { c.send_message("ping", Args, nope: 1) }],
+  "send_message, an object key" => [{}, ->(c) { c.send_message("ping", Args, KeyNamed.new("n") => 4) }],
+  "send_message, a Hash subclass" => [{}, ->(c) { c.send_message("ping", Args, HashSubclass[n: 5]) }],
+  "send_message, seventeen pairs" => [{}, lambda { |c|
+    many = Class.new(Args) { attr_accessor(*(1..16).map { |i| :"x#{i}" }) }
+    c.send_message("ping", many, (1..16).to_h { |i| [:"x#{i}", i] }.merge(n: 6))
+  }],
+  "send_message, args whose send is their own" => [{}, ->(c) { c.send_message("ping", ArgsWithSend, n: 7) }],
+  "send_message, a wrong value type" => [{}, ->(c) { c.send_message("ping", Args, n: "not a number") }],
+  "send_message, the write raises" => [{ script: { write_struct_begin: ->(*) { raise IOError, "write failed" } } },
+                                       ->(c) { c.send_message("ping", Args, n: 8) }],
+  "send_message, the write raises, and close too" => [
+    { script: { write_struct_begin: ->(*) { raise IOError, "write failed" } }, fail_on: [:close] },
+    ->(c) { c.send_message("ping", Args, n: 8) },
+  ],
+  "send_message, the write raises what rescue does not catch" => [
+    { script: { write_struct_begin: ->(*) { raise NotImplementedError, "deep" } } }, ->(c) { c.send_message("ping", Args, n: 8) },
+  ],
+  "send_message, the flush raises" => [{ fail_on: [:flush] }, ->(c) { c.send_message("ping", Args, n: 9) }],
+  "send_message, the flush and close raise" => [{ fail_on: %i[flush close] }, ->(c) { c.send_message("ping", Args, n: 9) }],
+  "send_message, write_message_begin raises" => [{ script: { write_message_begin: ->(*) { raise IOError, "begin failed" } } },
+                                                 ->(c) { c.send_message("ping", Args, n: 9) }],
+  "send_message twice, a subclass's send_message_args" => [{ klass: OverridingClient },
+                                                           ->(c) { [c.send_message("a", Args, n: 1), c.send_message("b", Args, n: 2)] }],
+  "send_message, wrong arity" => [{}, ->(c) { c.send_message("ping") }],
+  "a call: send, then receive the reply" => [
+    { input: -> { body(Result.new(success: "pong")) }, script: begin_answer("ping", T::REPLY, 0) },
+    ->(c) { c.send_message("ping", Args, n: 1) && receive(c, "ping", Result) },
+  ],
+  "a call: an EXCEPTION reply" => [
+    { input: -> { body(Thrift::ApplicationException.new(Thrift::ApplicationException::UNKNOWN_METHOD, "no such method")) },
+      script: begin_answer("ping", T::EXCEPTION, 0) },
+    ->(c) { c.send_message("ping", Args, n: 1) && receive(c, "ping", Result) },
+  ],
+  "a call: the wrong method name" => [
+    { input: -> { body(Result.new(success: "x")) }, script: begin_answer("pong", T::REPLY, 0) },
+    ->(c) { c.send_message("ping", Args, n: 1) && receive(c, "ping", Result) },
+  ],
+  "a call: a CALL instead of a REPLY" => [
+    { input: -> { body(Result.new(success: "x")) }, script: begin_answer("ping", T::CALL, 0) },
+    ->(c) { c.send_message("ping", Args, n: 1) && receive(c, "ping", Result) },
+  ],
+  "a call: the wrong sequence id" => [
+    { input: -> { body(Result.new(success: "x")) }, script: begin_answer("ping", T::REPLY, 41) },
+    ->(c) { c.send_message("ping", Args, n: 1) && receive(c, "ping", Result) },
+  ],
+  "a call: a reply with nothing sent" => [
+    { input: -> { body(Result.new(success: "x")) }, script: begin_answer("ping", T::REPLY, 0) },
+    ->(c) { receive(c, "ping", Result) },
+  ],
+  "a call: read_message_begin answers no Array" => [
+    { input: -> { body(Result.new(success: "x")) }, script: { read_message_begin: ->(*) { :odd } } },
+    ->(c) { c.send_message("ping", Args, n: 1) && receive(c, "ping", Result) },
+  ],
+  "sequence ids: after the largest" => [{}, lambda { |c|
+    c.instance_variable_set(:@seqid, 2**31 - 1)
+    [c.send_message("a", Args, n: 1), c.send_message("b", Args, n: 2), c.send_oneway_message("c", Args)]
+  }],
+  "sequence ids: a Float seqid" => [{}, ->(c) { c.instance_variable_set(:@seqid, 1.5) && c.send_message("a", Args, n: 1) }],
+  "handle_exception, not an exception" => [{}, ->(c) { c.handle_exception(T::REPLY) }],
+  "handle_exception, nil" => [{}, ->(c) { c.handle_exception(nil) }],
+}.freeze
+
+out = CASES.map do |name, (setup, action)|
+  setup = setup.merge(input: setup[:input]&.call || "")
+  c, log = client(setup.fetch(:klass, TestClient), **setup.except(:klass))
+  outcome = begin
+    Outcome.ok(action.call(c).inspect)
+  rescue StandardError, NotImplementedError => e
+    scrub(e)
+  end
+  [name, outcome, log.map { |entry| entry.map { |part| part.is_a?(String) ? part.gsub(/0x\h+/, "0x") : part } }, ivars(c)]
+end
+$stdout.write Marshal.dump(out)

@@ -1,0 +1,47 @@
+# frozen_string_literal: true
+
+require_relative "../../test_support/codec_types"
+
+CodecTypes.load!
+
+# The native Thrift::Client methods in process: what a call allocates. Their calls and results against the library's:
+# spec/integration/client_spec.rb.
+RSpec.describe "Thrift::Client" do
+  let(:client_class) { Class.new { include Thrift::Client } }
+  master = Thrift::Client.private_method_defined?(:write_message)
+
+  it "sends a call allocating only the arguments struct, the caller's Hash and what the setters make" do
+    trans = Thrift::MemoryBufferTransport.new
+    client = client_class.new(Thrift::BinaryProtocolAccelerated.new(trans))
+    # The Hash literal, the struct, and one String per argument: the library's setter (Struct.field_accessor) makes
+    # "@name" for instance_variable_set. No String for the setter's name, no Array; master's @pending_seqids grows
+    # within its room.
+    expect(allocations { client.send_message("ping", CodecTest::Leaf, id: 5) }).to eq(2 + 1)
+    expect(allocations { client.send_message("ping", CodecTest::Leaf, id: 5, label: "l") }).to eq(2 + 2)
+    # The default `args = {}` and the struct.
+    expect(allocations { client.send_oneway_message("ping", CodecTest::Leaf) }).to eq(2)
+  end
+
+  it "receives a reply allocating the result, what it holds, and the message begin's name and Array" do
+    out = Thrift::MemoryBufferTransport.new
+    prot = Thrift::BinaryProtocolAccelerated.new(out)
+    2.times do |seqid|
+      prot.write_message_begin("ping", Thrift::MessageTypes::REPLY, seqid)
+      CodecTest::Leaf.new(id: 7, label: "seven").write(prot)
+      prot.write_message_end
+    end
+    client = client_class.new(Thrift::BinaryProtocolAccelerated.new(out))
+    received = nil
+    objects = allocations do
+      if master
+        client.instance_variable_get(:@pending_seqids).push(0, 1)
+        fname, mtype, rseqid = client.receive_message_begin
+        client.validate_message_begin(fname, mtype, rseqid, "ping")
+      end
+      received = client.receive_message(CodecTest::Leaf)
+    end
+    expect(received).to eq(CodecTest::Leaf.new(id: 7, label: "seven"))
+    # The Leaf and its String, read_message_begin's name and Array (master: receive_message_begin's Array too).
+    expect(objects).to eq(master ? 5 : 4)
+  end
+end
