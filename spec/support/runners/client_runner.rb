@@ -11,58 +11,8 @@ require_relative "outcome"
 require_relative "../fixtures/key_named"
 
 Accelerator.load(ARGV.fetch(0))
+require_relative "../fixtures/rpc_doubles"
 $stdout.binmode
-
-# Logs flush and close; raises from them when told.
-class TransportDouble < Thrift::MemoryBufferTransport
-  attr_accessor :log, :fail_on
-
-  def flush = (@log << [:flush]) && (fail_on&.include?(:flush) ? raise(IOError, "flush failed") : :flushed)
-  def close = (@log << [:close]) && (fail_on&.include?(:close) ? raise(IOError, "close failed") : nil)
-end
-
-# Every protocol method logged, then done by a BinaryProtocol over the double (or answered by `script[name]`).
-class ProtocolDouble < Thrift::BaseProtocol
-  attr_reader :double
-
-  def initialize(double, log, script)
-    super(double)
-    @double = double
-    @inner = Thrift::BinaryProtocol.new(double)
-    @log = log
-    @script = script
-  end
-
-  def trans = (@log << [:trans]) && @double
-
-  (Thrift::BaseProtocol.instance_methods(false).grep(/\A(read|write)_/) + %i[skip]).each do |m|
-    define_method(m) do |*args|
-      @log << [m, *args.map(&:inspect)]
-      answer = @script[m]
-      next answer.call(*args) if answer
-
-      @inner.send(m, *args)
-    end
-  end
-end
-
-class Args
-  include Thrift::Struct
-  include Thrift::Struct_Union
-  FIELDS = { 1 => { type: Thrift::Types::I32, name: "n" }, 2 => { type: Thrift::Types::STRING, name: "s" } }.freeze
-  def struct_fields = FIELDS
-  def validate; end
-  Thrift::Struct.generate_accessors(self)
-end
-
-class Result
-  include Thrift::Struct
-  include Thrift::Struct_Union
-  FIELDS = { 0 => { type: Thrift::Types::STRING, name: "success" } }.freeze
-  def struct_fields = FIELDS
-  def validate; end
-  Thrift::Struct.generate_accessors(self)
-end
 
 # An args class whose instances answer `send` themselves.
 class ArgsWithSend < Args
@@ -82,13 +32,6 @@ class HashSubclass < Hash; end
 MASTER = Thrift::Client.private_method_defined?(:write_message)
 V019 = !MASTER && Thrift::Client.method_defined?(:receive_message_begin)
 T = Thrift::MessageTypes
-
-# The bytes of a message body: `obj` written with a BinaryProtocol.
-def body(obj)
-  t = Thrift::MemoryBufferTransport.new
-  obj.write(Thrift::BinaryProtocol.new(t))
-  t.read(t.available)
-end
 
 # A client on doubles: the input holds `input` bytes; `script` answers some protocol calls.
 def client(klass = TestClient, input: "", script: {}, fail_on: nil)

@@ -21,13 +21,13 @@ use magnus::rb_sys::AsRawValue;
 use magnus::{Error, Module, RModule, Ruby, Value};
 use rb_sys::{ID, VALUE};
 
+use super::{basic, destructure, equal, k, message_types, not_equal};
 use crate::ruby::guard::Originals;
 use crate::ruby::names::{
-    APPEND, CLOSE, DEQUEUE_PENDING_SEQID, EACH_ID, EQ, FLUSH, HANDLE_EXCEPTION, IVAR_IPROT,
-    IVAR_OPROT, IVAR_PENDING_SEQIDS, IVAR_SEQID, NEW, NEXT_SEQID, NOT_EQ, PLUS,
-    RAISE_APPLICATION_EXCEPTION, READ, READ_MESSAGE_BEGIN, READ_MESSAGE_END, SEND,
-    SEND_MESSAGE_ARGS, SHIFT, TO_S, TRANS, WRITE, WRITE_MESSAGE, WRITE_MESSAGE_BEGIN,
-    WRITE_MESSAGE_END,
+    APPEND, CLOSE, DEQUEUE_PENDING_SEQID, EACH_ID, FLUSH, HANDLE_EXCEPTION, IVAR_IPROT, IVAR_OPROT,
+    IVAR_PENDING_SEQIDS, IVAR_SEQID, NEW, NEXT_SEQID, PLUS, RAISE_APPLICATION_EXCEPTION, READ,
+    READ_MESSAGE_BEGIN, READ_MESSAGE_END, SEND, SEND_MESSAGE_ARGS, SHIFT, TO_S, TRANS, WRITE,
+    WRITE_MESSAGE, WRITE_MESSAGE_BEGIN, WRITE_MESSAGE_END,
 };
 use crate::ruby::{rb, registry};
 use crate::thrift::thrift;
@@ -56,10 +56,6 @@ fn flavor() -> Flavor {
 
 /// The library's constants, read at load time.
 struct Constants {
-    call: AtomicI64,
-    oneway: AtomicI64,
-    reply: AtomicI64,
-    exception: AtomicI64,
     invalid_message_type: AtomicI64,
     wrong_method_name: AtomicI64,
     bad_sequence_id: AtomicI64,
@@ -69,10 +65,6 @@ struct Constants {
 }
 
 static K: Constants = Constants {
-    call: AtomicI64::new(1),
-    oneway: AtomicI64::new(4),
-    reply: AtomicI64::new(2),
-    exception: AtomicI64::new(3),
     invalid_message_type: AtomicI64::new(2),
     wrong_method_name: AtomicI64::new(3),
     bad_sequence_id: AtomicI64::new(4),
@@ -80,10 +72,6 @@ static K: Constants = Constants {
     max_seqid: AtomicI64::new(i32::MAX as i64),
     application_exception: AtomicUsize::new(0),
 };
-
-fn k(v: &AtomicI64) -> VALUE {
-    rb::integer(v.load(Ordering::Relaxed))
-}
 
 /// The library's methods that the native ones hand a call they do not take to.
 const FALLBACK: [&str; 2] = ["send_message_args", "write_message"];
@@ -96,39 +84,6 @@ const MAX_ARGS: usize = 16;
 
 fn ivar(this: VALUE, id: &crate::ruby::rb::StaticId) -> VALUE {
     rb::ivar_get(this, id.get())
-}
-
-/// `a == b`, as Ruby answers it (Integers compared here).
-fn equal(a: VALUE, b: VALUE) -> Result<bool, Error> {
-    if let (Some(x), Some(y)) = (rb::fixnum_value(a), rb::fixnum_value(b)) {
-        return Ok(x == y);
-    }
-    Ok(rb::truthy(rb::funcall(a, EQ.get(), &[b])?))
-}
-
-/// `a, b, c = v`'s view of `v`: its elements when it is (or converts `to_ary` to) an Array, else `[v]`.
-fn destructure(v: VALUE) -> Result<[VALUE; 3], Error> {
-    // SAFETY: protected; rb_check_array_type may call `to_ary`.
-    let ary = magnus::rb_sys::protect(|| unsafe { rb_sys::rb_check_array_type(v) })?;
-    if rb::is_nil(ary) {
-        return Ok([v, rb::QNIL, rb::QNIL]);
-    }
-    // SAFETY: `ary` is an Array held on this stack; its entries are read at once.
-    let len = unsafe { rb::array_len(ary) };
-    let at = |i: usize| {
-        if i >= len {
-            return rb::QNIL;
-        }
-        // SAFETY: as above, an index below `len`.
-        unsafe { rb::array_entry(ary, i) }
-    };
-    Ok([at(0), at(1), at(2)])
-}
-
-/// True when `method` of objects of `class` is the one Ruby defines (not redefined, no module in front of it).
-fn basic(class: VALUE, method: ID) -> bool {
-    // SAFETY: `class` is a live class; rb_method_basic_definition_p only looks the method up.
-    unsafe { rb_sys::rb_method_basic_definition_p(class, method) != 0 }
 }
 
 /// The pairs of `args`, when `args.each { |k, v| ... }` can be walked here: an exact Hash whose `each` is Hash's,
@@ -269,7 +224,7 @@ fn write_message_master(this: VALUE, args: &[VALUE; 4]) -> Result<VALUE, Error> 
         }
         Err(e) => return Err(e),
     };
-    if equal(kind, k(&K.call))? {
+    if equal(kind, k(&message_types().call))? {
         return rb::funcall(ivar(this, &IVAR_PENDING_SEQIDS), APPEND.get(), &[seqid]);
     }
     Ok(flush_result)
@@ -314,11 +269,11 @@ fn arity_error(given: usize, expected: &str) -> Error {
 }
 
 fn send_message(rb_self: Value, args: &[Value]) -> Result<Value, Error> {
-    send(rb_self.as_raw(), k(&K.call), args).map(rb::returned)
+    send(rb_self.as_raw(), k(&message_types().call), args).map(rb::returned)
 }
 
 fn send_oneway_message(rb_self: Value, args: &[Value]) -> Result<Value, Error> {
-    send(rb_self.as_raw(), k(&K.oneway), args).map(rb::returned)
+    send(rb_self.as_raw(), k(&message_types().oneway), args).map(rb::returned)
 }
 
 fn send_message_args(rb_self: Value, args_class: Value, args: Value) -> Result<Value, Error> {
@@ -427,7 +382,7 @@ fn raise_application_exception(this: VALUE) -> Error {
 
 /// 0.14-0.19 `handle_exception(mtype)`.
 fn handle_exception(rb_self: Value, mtype: Value) -> Result<Value, Error> {
-    if equal(mtype.as_raw(), k(&K.exception))? {
+    if equal(mtype.as_raw(), k(&message_types().exception))? {
         return Err(raise_application_exception(rb_self.as_raw()));
     }
     Ok(rb::returned(rb::QNIL))
@@ -469,10 +424,10 @@ fn validate_message_begin(rb_self: Value, args: &[Value]) -> Result<Value, Error
     };
     let this = rb_self.as_raw();
     let expected_seqid = rb::funcall(this, DEQUEUE_PENDING_SEQID.get(), &[])?;
-    if equal(mtype, k(&K.exception))? {
+    if equal(mtype, k(&message_types().exception))? {
         rb::funcall(this, RAISE_APPLICATION_EXCEPTION.get(), &[])?;
     }
-    if not_equal(mtype, k(&K.reply))? {
+    if not_equal(mtype, k(&message_types().reply))? {
         return Err(application_error(
             &K.invalid_message_type,
             expected_name,
@@ -496,14 +451,6 @@ fn validate_message_begin(rb_self: Value, args: &[Value]) -> Result<Value, Error
     ))
 }
 
-/// `a != b`, as Ruby answers it (Integers and Strings compared here).
-fn not_equal(a: VALUE, b: VALUE) -> Result<bool, Error> {
-    if let (Some(x), Some(y)) = (rb::fixnum_value(a), rb::fixnum_value(b)) {
-        return Ok(x != y);
-    }
-    Ok(rb::truthy(rb::funcall(a, NOT_EQ.get(), &[b])?))
-}
-
 fn raise_application_exception_method(rb_self: Value) -> Result<Value, Error> {
     Err(raise_application_exception(rb_self.as_raw()))
 }
@@ -513,7 +460,6 @@ pub fn init(ruby: &Ruby) -> Result<(), Error> {
     let thrift_module =
         RModule::from_value(unsafe { rb::value(thrift().module) }).expect("Thrift is a module");
     let client: RModule = thrift_module.const_get("Client")?;
-    let message_types: RModule = thrift_module.const_get("MessageTypes")?;
     let application_exception: magnus::RClass = thrift_module.const_get("ApplicationException")?;
     let sym = |name: &str| ruby.to_symbol(name);
     use magnus::value::ReprValue;
@@ -540,11 +486,6 @@ pub fn init(ruby: &Ruby) -> Result<(), Error> {
         slot.store(scope(name)?, Ordering::Relaxed);
         Ok(())
     };
-    let types = |name: &str| message_types.const_get::<_, i64>(name);
-    store(&K.call, &types, "CALL")?;
-    store(&K.oneway, &types, "ONEWAY")?;
-    store(&K.reply, &types, "REPLY")?;
-    store(&K.exception, &types, "EXCEPTION")?;
     let codes = |name: &str| application_exception.const_get::<_, i64>(name);
     store(&K.invalid_message_type, &codes, "INVALID_MESSAGE_TYPE")?;
     store(&K.wrong_method_name, &codes, "WRONG_METHOD_NAME")?;

@@ -1,10 +1,98 @@
-//! The Ruby around the codec in an RPC call: `client.rs`, `Thrift::Client`'s methods (the client's half of a call).
+//! The Ruby around the codec in an RPC call, native: `client.rs` (`Thrift::Client`, the client's half of a call) and
+//! `processor.rs` (`Thrift::Processor`, the server's half). What both use is here: the message types, and Ruby's
+//! answers to `==`, `!=`, a multiple assignment and "is this method still Ruby's own".
 
 mod client;
+mod processor;
 
-use magnus::{Error, Ruby};
+use std::sync::atomic::{AtomicI64, Ordering};
 
-/// Defines the native methods of the RPC classes.
+use magnus::{Error, Module, RModule, Ruby};
+use rb_sys::{ID, VALUE};
+
+use crate::ruby::names::{EQ, NOT_EQ};
+use crate::ruby::rb;
+use crate::thrift::thrift;
+
+/// `Thrift::MessageTypes`, read at load time.
+pub(crate) struct MessageTypes {
+    pub call: AtomicI64,
+    pub reply: AtomicI64,
+    pub exception: AtomicI64,
+    pub oneway: AtomicI64,
+}
+
+static MESSAGE_TYPES: MessageTypes = MessageTypes {
+    call: AtomicI64::new(1),
+    reply: AtomicI64::new(2),
+    exception: AtomicI64::new(3),
+    oneway: AtomicI64::new(4),
+};
+
+pub(crate) fn message_types() -> &'static MessageTypes {
+    &MESSAGE_TYPES
+}
+
+/// An Integer constant read at load time, as a VALUE.
+pub(crate) fn k(v: &AtomicI64) -> VALUE {
+    rb::integer(v.load(Ordering::Relaxed))
+}
+
+/// `a == b`, as Ruby answers it (Integers compared here).
+pub(crate) fn equal(a: VALUE, b: VALUE) -> Result<bool, Error> {
+    if let (Some(x), Some(y)) = (rb::fixnum_value(a), rb::fixnum_value(b)) {
+        return Ok(x == y);
+    }
+    Ok(rb::truthy(rb::funcall(a, EQ.get(), &[b])?))
+}
+
+/// `a != b`, as Ruby answers it (Integers compared here).
+pub(crate) fn not_equal(a: VALUE, b: VALUE) -> Result<bool, Error> {
+    if let (Some(x), Some(y)) = (rb::fixnum_value(a), rb::fixnum_value(b)) {
+        return Ok(x != y);
+    }
+    Ok(rb::truthy(rb::funcall(a, NOT_EQ.get(), &[b])?))
+}
+
+/// `a, b, c = v`'s view of `v`: its elements when it is (or converts `to_ary` to) an Array, else `[v]`.
+pub(crate) fn destructure(v: VALUE) -> Result<[VALUE; 3], Error> {
+    // SAFETY: protected; rb_check_array_type may call `to_ary`.
+    let ary = magnus::rb_sys::protect(|| unsafe { rb_sys::rb_check_array_type(v) })?;
+    if rb::is_nil(ary) {
+        return Ok([v, rb::QNIL, rb::QNIL]);
+    }
+    // SAFETY: `ary` is an Array held on this stack; its entries are read at once.
+    let len = unsafe { rb::array_len(ary) };
+    let at = |i: usize| {
+        if i >= len {
+            return rb::QNIL;
+        }
+        // SAFETY: as above, an index below `len`.
+        unsafe { rb::array_entry(ary, i) }
+    };
+    Ok([at(0), at(1), at(2)])
+}
+
+/// True when `method` of objects of `class` is the one Ruby defines (not redefined, no module in front of it).
+pub(crate) fn basic(class: VALUE, method: ID) -> bool {
+    // SAFETY: `class` is a live class; rb_method_basic_definition_p only looks the method up.
+    unsafe { rb_sys::rb_method_basic_definition_p(class, method) != 0 }
+}
+
+/// Defines the native methods of the RPC modules.
 pub fn init(ruby: &Ruby) -> Result<(), Error> {
-    client::init(ruby)
+    // SAFETY: the Thrift module is pinned at load time.
+    let thrift_module =
+        RModule::from_value(unsafe { rb::value(thrift().module) }).expect("Thrift is a module");
+    let types: RModule = thrift_module.const_get("MessageTypes")?;
+    for (slot, name) in [
+        (&MESSAGE_TYPES.call, "CALL"),
+        (&MESSAGE_TYPES.reply, "REPLY"),
+        (&MESSAGE_TYPES.exception, "EXCEPTION"),
+        (&MESSAGE_TYPES.oneway, "ONEWAY"),
+    ] {
+        slot.store(types.const_get::<_, i64>(name)?, Ordering::Relaxed);
+    }
+    client::init(ruby)?;
+    processor::init(ruby)
 }

@@ -98,6 +98,12 @@ define_rb_intern!(
     EQ => "==",
     NOT_EQ => "!=",
     PLUS => "+",
+    IVAR_LOGGER => "@logger",
+    RESPOND_TO_P => "respond_to?",
+    WRITE_ERROR => "write_error",
+    BACKTRACE => "backtrace",
+    JOIN => "join",
+    DEBUG => "debug",
 );
 
 // HeaderTransport's ivars and the StringIO methods it uses.

@@ -1,0 +1,316 @@
+//! `Thrift::Processor`'s methods, native: the server's half of a call (`process`, `read_args`, `write_result`,
+//! `write_error`) without their Ruby frames, and `process_<name>` found and called without a String per call.
+//!
+//! As in client.rs, each call the loaded version's processor.rb makes is made in its order and dispatched: the
+//! protocols' methods, `respond_to?`, `process_<name>` (through `send` when the processor's `send` is not Kernel's),
+//! `write_error`, the logger's `debug` with the message it builds (eagerly, as the library does, whatever the level).
+//! Two versions ([`MASTER`], probed by master's message-type check, THRIFT-6146): master answers a message that is
+//! neither CALL nor ONEWAY with INVALID_MESSAGE_TYPE before looking the method up.
+//!
+//! `respond_to?("process_#{name}")` for a String name is Kernel's `respond_to?` of the existing method name
+//! (`rb_obj_respond_to`, which asks `respond_to_missing?` too); a name no Symbol has yet, a name that is not a String,
+//! or a processor whose `respond_to?` is its own gets the library's String and call.
+
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
+
+use magnus::rb_sys::AsRawValue;
+use magnus::{Error, Module, RModule, Ruby, Value};
+use rb_sys::{ID, VALUE};
+
+use super::{basic, destructure, equal, k, message_types};
+use crate::ruby::names::{
+    BACKTRACE, DEBUG, FLUSH, IVAR_LOGGER, JOIN, MESSAGE, NEW, READ, READ_MESSAGE_BEGIN,
+    READ_MESSAGE_END, RESPOND_TO_P, SEND, SKIP, TRANS, WRITE, WRITE_ERROR, WRITE_MESSAGE_BEGIN,
+    WRITE_MESSAGE_END,
+};
+use crate::ruby::{rb, registry};
+use crate::thrift::thrift;
+
+static MASTER: AtomicBool = AtomicBool::new(false);
+static STRUCT_TYPE: AtomicI64 = AtomicI64::new(12);
+static INTERNAL_ERROR: AtomicI64 = AtomicI64::new(6);
+static UNKNOWN_METHOD: AtomicI64 = AtomicI64::new(1);
+static INVALID_MESSAGE_TYPE: AtomicI64 = AtomicI64::new(2);
+static APPLICATION_EXCEPTION: AtomicUsize = AtomicUsize::new(0);
+
+fn application_exception(code: &AtomicI64, message: VALUE) -> Result<VALUE, Error> {
+    let class = APPLICATION_EXCEPTION.load(Ordering::Relaxed) as VALUE;
+    rb::funcall(class, NEW.get(), &[k(code), message])
+}
+
+/// `"process_#{name}"`, built (a new String, as the library makes it).
+fn method_string(name: VALUE) -> Result<VALUE, Error> {
+    let text = if rb::is_string(name) {
+        name
+    } else {
+        rb::funcall(name, crate::ruby::names::TO_S.get(), &[])?
+    };
+    let s = rb::utf8_string(b"process_");
+    rb::str_cat_str(s, text)?;
+    Ok(s)
+}
+
+/// The ID of `process_<name>` for an exact String `name`, if that name exists as a Symbol.
+fn method_id(name: VALUE) -> ID {
+    if !rb::is_exact_instance(name, rb::string_class()) {
+        return 0;
+    }
+    // SAFETY: `name` is a String on the caller's stack; its bytes are copied out before anything else runs.
+    let bytes = unsafe { rb::str_bytes(name) };
+    if bytes.len() > 247 {
+        return 0;
+    }
+    let mut buf = [0u8; 256];
+    buf[..8].copy_from_slice(b"process_");
+    buf[8..8 + bytes.len()].copy_from_slice(bytes);
+    // SAFETY: `buf` holds the name's bytes; rb_check_id_cstr only looks the name up; the encoding is the name's.
+    unsafe {
+        let enc = rb_sys::rb_enc_get(name);
+        rb_sys::rb_check_id_cstr(buf.as_ptr() as *const _, (8 + bytes.len()) as _, enc)
+    }
+}
+
+/// `iprot.skip(Types::STRUCT); iprot.read_message_end; write_error(ApplicationException.new(code, message), ...)`,
+/// the message made after the two calls, as the library makes it.
+fn refuse(
+    this: VALUE,
+    iprot: VALUE,
+    oprot: VALUE,
+    code: &AtomicI64,
+    message: impl FnOnce() -> Result<VALUE, Error>,
+    begin: [VALUE; 3],
+) -> Result<(), Error> {
+    rb::funcall(iprot, SKIP.get(), &[k(&STRUCT_TYPE)])?;
+    rb::funcall(iprot, READ_MESSAGE_END.get(), &[])?;
+    let x = application_exception(code, message()?)?;
+    rb::funcall(this, WRITE_ERROR.get(), &[x, oprot, begin[0], begin[2]])?;
+    Ok(())
+}
+
+/// `process(iprot, oprot)`.
+fn process(rb_self: Value, iprot: Value, oprot: Value) -> Result<bool, Error> {
+    let (this, iprot, oprot) = (rb_self.as_raw(), iprot.as_raw(), oprot.as_raw());
+    let begin = destructure(rb::funcall(iprot, READ_MESSAGE_BEGIN.get(), &[])?)?;
+    let [name, kind, seqid] = begin;
+    if MASTER.load(Ordering::Relaxed)
+        && !equal(kind, k(&message_types().call))?
+        && !equal(kind, k(&message_types().oneway))?
+    {
+        let message = || invalid_type_message(kind, name);
+        refuse(this, iprot, oprot, &INVALID_MESSAGE_TYPE, message, begin)?;
+        return Ok(false);
+    }
+    let class = rb::heap_class(this).unwrap_or(0);
+    let id = if class != 0 && basic(class, RESPOND_TO_P.get()) {
+        method_id(name)
+    } else {
+        0
+    };
+    let (responds, id) = if id != 0 {
+        // SAFETY: rb_obj_respond_to looks the method up and may call `respond_to_missing?` (Ruby code): protected.
+        let r = magnus::rb_sys::protect(|| unsafe {
+            if rb_sys::rb_obj_respond_to(this, id, 0) != 0 {
+                rb::QTRUE
+            } else {
+                rb::QFALSE
+            }
+        })?;
+        (rb::truthy(r), id)
+    } else {
+        let s = method_string(name)?;
+        (rb::truthy(rb::funcall(this, RESPOND_TO_P.get(), &[s])?), 0)
+    };
+    if !responds {
+        // `'Unknown function ' + name`: String#+ (a TypeError for a name that is not a String).
+        let message = || {
+            let prefix = rb::utf8_string(b"Unknown function ");
+            rb::funcall(prefix, crate::ruby::names::PLUS.get(), &[name])
+        };
+        refuse(this, iprot, oprot, &UNKNOWN_METHOD, message, begin)?;
+        return Ok(false);
+    }
+    let handled = if id != 0 && basic(class, SEND.get()) {
+        rb::funcall(this, id, &[seqid, iprot, oprot])
+    } else {
+        let s = method_string(name)?;
+        rb::funcall(this, SEND.get(), &[s, seqid, iprot, oprot])
+    };
+    if let Err(e) = handled {
+        let ruby = Ruby::get().expect("called from a Ruby thread");
+        let Some(exception) = e
+            .value()
+            .filter(|_| e.is_kind_of(ruby.exception_standard_error()))
+        else {
+            return Err(e);
+        };
+        internal_error(this, exception.as_raw(), oprot, name, seqid)?;
+    }
+    Ok(true)
+}
+
+/// `"Invalid message type #{type} for function #{name}"`.
+fn invalid_type_message(kind: VALUE, name: VALUE) -> Result<VALUE, Error> {
+    let s = rb::utf8_string(b"Invalid message type ");
+    rb::str_cat_str(s, rb::funcall(kind, crate::ruby::names::TO_S.get(), &[])?)?;
+    rb::str_cat(s, b" for function ")?;
+    let name = if rb::is_string(name) {
+        name
+    } else {
+        rb::funcall(name, crate::ruby::names::TO_S.get(), &[])?
+    };
+    rb::str_cat_str(s, name)?;
+    Ok(s)
+}
+
+/// The `rescue => e` of `process`: an INTERNAL_ERROR ApplicationException, the debug line, `write_error`.
+fn internal_error(
+    this: VALUE,
+    e: VALUE,
+    oprot: VALUE,
+    name: VALUE,
+    seqid: VALUE,
+) -> Result<(), Error> {
+    let x = application_exception(&INTERNAL_ERROR, rb::utf8_string(b"Internal error"))?;
+    // "Internal error : #{e.message}\n#{e.backtrace.join("\n")}"
+    let line = rb::utf8_string(b"Internal error : ");
+    let message = rb::funcall(e, MESSAGE.get(), &[])?;
+    rb::str_cat_str(line, as_string(message)?)?;
+    rb::str_cat(line, b"\n")?;
+    let backtrace = rb::funcall(e, BACKTRACE.get(), &[])?;
+    let joined = rb::funcall(backtrace, JOIN.get(), &[rb::utf8_string(b"\n")])?;
+    rb::str_cat_str(line, as_string(joined)?)?;
+    rb::funcall(rb::ivar_get(this, IVAR_LOGGER.get()), DEBUG.get(), &[line])?;
+    rb::funcall(this, WRITE_ERROR.get(), &[x, oprot, name, seqid])?;
+    Ok(())
+}
+
+/// What string interpolation makes of `v`: itself for a String, else its `to_s`.
+fn as_string(v: VALUE) -> Result<VALUE, Error> {
+    if rb::is_string(v) {
+        return Ok(v);
+    }
+    // SAFETY: protected; rb_obj_as_string calls `to_s` (and falls back to the default inspect form as Ruby does).
+    magnus::rb_sys::protect(|| unsafe { rb_sys::rb_obj_as_string(v) })
+}
+
+/// `read_args(iprot, args_class)`.
+fn read_args(iprot: Value, args_class: Value) -> Result<Value, Error> {
+    let iprot = iprot.as_raw();
+    let args = rb::funcall(args_class.as_raw(), NEW.get(), &[])?;
+    rb::funcall(args, READ.get(), &[iprot])?;
+    rb::funcall(iprot, READ_MESSAGE_END.get(), &[])?;
+    Ok(rb::returned(args))
+}
+
+/// `write_result` (REPLY) and `write_error` (EXCEPTION): the message, then `oprot.trans.flush`.
+fn write_message(
+    kind: VALUE,
+    body: VALUE,
+    oprot: VALUE,
+    name: VALUE,
+    seqid: VALUE,
+) -> Result<Value, Error> {
+    rb::funcall(oprot, WRITE_MESSAGE_BEGIN.get(), &[name, kind, seqid])?;
+    rb::funcall(body, WRITE.get(), &[oprot])?;
+    rb::funcall(oprot, WRITE_MESSAGE_END.get(), &[])?;
+    let trans = rb::funcall(oprot, TRANS.get(), &[])?;
+    rb::funcall(trans, FLUSH.get(), &[]).map(rb::returned)
+}
+
+pub fn init(ruby: &Ruby) -> Result<(), Error> {
+    // SAFETY: the Thrift module is pinned at load time.
+    let thrift_module =
+        RModule::from_value(unsafe { rb::value(thrift().module) }).expect("Thrift is a module");
+    let processor: RModule = thrift_module.const_get("Processor")?;
+    let types: RModule = thrift_module.const_get("Types")?;
+    let application_exception_class: magnus::RClass =
+        thrift_module.const_get("ApplicationException")?;
+    STRUCT_TYPE.store(types.const_get::<_, i64>("STRUCT")?, Ordering::Relaxed);
+    for (slot, name) in [
+        (&INTERNAL_ERROR, "INTERNAL_ERROR"),
+        (&UNKNOWN_METHOD, "UNKNOWN_METHOD"),
+        (&INVALID_MESSAGE_TYPE, "INVALID_MESSAGE_TYPE"),
+    ] {
+        slot.store(
+            application_exception_class.const_get::<_, i64>(name)?,
+            Ordering::Relaxed,
+        );
+    }
+    rb::pin_forever(application_exception_class.as_raw());
+    APPLICATION_EXCEPTION.store(
+        application_exception_class.as_raw() as usize,
+        Ordering::Relaxed,
+    );
+    MASTER.store(master_process(ruby, processor)?, Ordering::Relaxed);
+    registry::define_method(ruby, processor, "process", magnus::method!(process, 2))?;
+    registry::define_method(
+        ruby,
+        processor,
+        "read_args",
+        magnus::method!(read_args_method, 2),
+    )?;
+    registry::define_method(
+        ruby,
+        processor,
+        "write_result",
+        magnus::method!(write_result_method, -1),
+    )?;
+    registry::define_method(
+        ruby,
+        processor,
+        "write_error",
+        magnus::method!(write_error_method, -1),
+    )?;
+    Ok(())
+}
+
+fn read_args_method(_this: Value, iprot: Value, args_class: Value) -> Result<Value, Error> {
+    read_args(iprot, args_class)
+}
+
+/// `write_result(result, oprot, name, seqid)`: a REPLY.
+fn write_result_method(_this: Value, args: &[Value]) -> Result<Value, Error> {
+    write_message_of(k(&message_types().reply), args)
+}
+
+/// `write_error(err, oprot, name, seqid)`: an EXCEPTION.
+fn write_error_method(_this: Value, args: &[Value]) -> Result<Value, Error> {
+    write_message_of(k(&message_types().exception), args)
+}
+
+fn write_message_of(kind: VALUE, args: &[Value]) -> Result<Value, Error> {
+    match args {
+        [body, oprot, name, seqid] => write_message(
+            kind,
+            body.as_raw(),
+            oprot.as_raw(),
+            name.as_raw(),
+            seqid.as_raw(),
+        ),
+        _ => {
+            let ruby = Ruby::get().expect("called from a Ruby thread");
+            let message = format!(
+                "wrong number of arguments (given {}, expected 4)",
+                args.len()
+            );
+            Err(Error::new(ruby.exception_arg_error(), message))
+        }
+    }
+}
+
+/// Whether the loaded `Processor#process` checks the message type first (master's THRIFT-6146): its source reads
+/// `MessageTypes::ONEWAY`, which 0.14-0.19's never does. Asked of the method's iseq (RubyVM::InstructionSequence).
+fn master_process(ruby: &Ruby, processor: RModule) -> Result<bool, Error> {
+    use magnus::value::ReprValue;
+    let _ = ruby;
+    let method: Value = processor
+        .as_value()
+        .funcall("instance_method", (ruby.to_symbol("process"),))?;
+    let location: Value = method.funcall("source_location", ())?;
+    let Some(location) = magnus::RArray::from_value(location) else {
+        return Ok(false);
+    };
+    let file: String = location.entry(0)?;
+    let source = std::fs::read_to_string(file).unwrap_or_default();
+    Ok(source.contains("Invalid message type"))
+}

@@ -1,0 +1,49 @@
+# frozen_string_literal: true
+
+# Thrift::Processor's methods (native in rpc/processor.rs) against the library's own, run by pure Ruby and by the C
+# accelerator (which leaves the processor to the library), each in its own process over the same cases
+# (spec/support/runners/processor_runner.rb): what `process` answers or raises, every call on the recording protocol
+# double in order (the error replies' bytes included), what the handler was asked, the lines logged. Against pure
+# Ruby the struct-level calls are left out (its structs go through BaseProtocol's helpers), and so is the case whose
+# logged line is a struct decoder's message.
+RSpec.describe "Thrift::Processor, differentially" do
+  script = File.expand_path("../support/runners/processor_runner.rb", __dir__)
+  message_level = %i[write_message_begin write_message_end read_message_begin read_message_end trans flush skip]
+  codec_dependent = ["a damaged argument struct"]
+
+  def compare(ours, theirs, label, only: nil, except: [])
+    expect(ours.map(&:first)).to eq(theirs.map(&:first))
+    ours.zip(theirs).each do |o, t|
+      next if except.include?(o[0])
+
+      o, t = [o, t].map { |r| r.dup.tap { |x| x[2] = x[2].select { |e| only.include?(e.first) } if only } }
+      expect(o).to eq(t), "#{o[0]}:\n ours #{o.inspect}\n #{label} #{t.inspect}"
+    end
+  end
+
+  def check(runs, (pure, c, ours), message_level, codec_dependent)
+    expect(runs[ours].size).to be >= 19
+    compare(runs[ours], runs[c], c)
+    compare(runs[ours], runs[pure], pure, only: message_level, except: codec_dependent)
+    by_name = runs[ours].to_h { |r| [r[0], r] }
+    expect(by_name.fetch("a handler that raises")[4]).to eq([[:debug, "Internal error : boom", true]])
+    by_name
+  end
+
+  it "processes, answers, logs and raises as the library's processor (the loaded thrift)" do
+    trio = %w[pure c ours]
+    runs = trio.to_h { |a| [a, ChildRuby.marshal(script, a)] }
+    by_name = check(runs, trio, message_level, codec_dependent)
+    expect(by_name.fetch("an unknown method")[2]).to include([:write_string, "\"Unknown function nope\""])
+  end
+
+  it "processes, answers, logs and raises as thrift master's processor (THRIFT_MASTER_RB)" do
+    env = thrift_master_env
+    trio = %w[pure-master c-master ours-master]
+    runs = trio.to_h { |a| [a, ChildRuby.marshal(script, a, env: env)] }
+    by_name = check(runs, trio, message_level, codec_dependent)
+    # THRIFT-6146: a message that is neither CALL nor ONEWAY is refused before the method is looked up.
+    expect(by_name.fetch("a REPLY sent to the server")[1]).to eq([:ok, "false"])
+    expect(by_name.fetch("a REPLY sent to the server")[2]).to include([:write_string, "\"Invalid message type 2 for function ping\""])
+  end
+end

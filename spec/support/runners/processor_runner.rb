@@ -1,0 +1,134 @@
+# frozen_string_literal: true
+
+# Thrift::Processor's methods with one accelerator, for the differential spec of the native processor
+# (rpc/processor.rs): one process per accelerator, the same cases, each a message in a recording protocol double
+# (fixtures/rpc_doubles.rb) handed to a processor whose handler and logger record what they are asked.
+#   ruby processor_runner.rb ACCELERATOR -> Marshal [[case name, outcome, calls, handler calls, logged lines], ...]
+# outcome: [:ok, inspect of what `process` answered] or the exception; a logged line is kept to its first line (the
+# rest is the backtrace, whose frames differ between a Ruby and a native `process`) and its line count (at least 2).
+require_relative "../../../test_support/accelerator"
+require_relative "outcome"
+
+Accelerator.load(ARGV.fetch(0))
+require_relative "../fixtures/rpc_doubles"
+$stdout.binmode
+
+T = Thrift::MessageTypes
+
+# Records its calls; `ping` answers, `boom` raises, `deep` raises what `rescue => e` does not catch.
+class Handler
+  attr_reader :calls
+
+  def initialize = (@calls = [])
+  def ping(n) = (@calls << [:ping, n]) && "pong #{n}"
+  def boom(_n) = (@calls << [:boom]) && raise(ArgumentError, "boom")
+  def deep(_n) = (@calls << [:deep]) && raise(NotImplementedError, "deep")
+  def oneway(n) = (@calls << [:oneway, n]) && nil
+end
+
+class LoggerDouble
+  attr_reader :lines
+
+  def initialize = (@lines = [])
+  def debug(line) = (@lines << [:debug, line.lines.first.chomp, line.lines.size >= 2])
+end
+
+class TestProcessor
+  include Thrift::Processor
+
+  def process_ping(seqid, iprot, oprot)
+    args = read_args(iprot, Args)
+    result = Result.new
+    result.success = @handler.ping(args.n)
+    write_result(result, oprot, "ping", seqid)
+  end
+
+  def process_boom(seqid, iprot, oprot)
+    args = read_args(iprot, Args)
+    @handler.boom(args.n)
+    write_result(Result.new, oprot, "boom", seqid)
+  end
+
+  def process_deep(seqid, iprot, oprot)
+    args = read_args(iprot, Args)
+    @handler.deep(args.n)
+    write_result(Result.new, oprot, "deep", seqid)
+  end
+
+  def process_oneway(_seqid, iprot, _oprot)
+    args = read_args(iprot, Args)
+    @handler.oneway(args.n)
+  end
+
+  private
+
+  def process_hidden(seqid, iprot, oprot) = write_result(Result.new, oprot, "hidden", seqid)
+end
+
+# Answers methods it does not define (respond_to_missing? and method_missing).
+class DynamicProcessor < TestProcessor
+  def respond_to_missing?(name, include_all = false) = name.to_s.start_with?("process_dyn") || super
+
+  def method_missing(name, *args)
+    return super unless name.to_s.start_with?("process_dyn")
+
+    seqid, iprot, oprot = args
+    read_args(iprot, Args)
+    write_result(Result.new(success: name.to_s), oprot, "dyn", seqid)
+  end
+end
+
+class OverridingProcessor < TestProcessor
+  def respond_to?(name, include_all = false) = (@asked ||= []) << name && super
+  def write_error(*args) = (@errors ||= []) << args[2] && super
+  def read_args(iprot, args_class) = (@read ||= 0) && (@read += 1) && super
+end
+
+class ProcessorWithSend < TestProcessor
+  def send(name, *args) = (@sent ||= []) << name.to_s && super
+end
+
+def message(name, type, seqid, args = Args.new(n: 1)) = { script: begin_answer(name, type, seqid), input: body(args) }
+
+def begin_answer(name, type, seqid) = { read_message_begin: ->(*) { [name, type, seqid] } }
+
+CASES = {
+  "a call" => [TestProcessor, message("ping", T::CALL, 7)],
+  "a oneway call" => [TestProcessor, message("oneway", T::ONEWAY, 8)],
+  "an unknown method" => [TestProcessor, message("nope", T::CALL, 9)],
+  "a private method" => [TestProcessor, message("hidden", T::CALL, 9)],
+  "a handler that raises" => [TestProcessor, message("boom", T::CALL, 10)],
+  "a handler that raises what rescue does not catch" => [TestProcessor, message("deep", T::CALL, 11)],
+  "a REPLY sent to the server" => [TestProcessor, message("ping", T::REPLY, 12)],
+  "an EXCEPTION sent to the server" => [TestProcessor, message("ping", T::EXCEPTION, 13)],
+  "a message type that is no Integer" => [TestProcessor, message("ping", nil, 14)],
+  "a Symbol name" => [TestProcessor, message(:ping, T::CALL, 15)],
+  "a Symbol name of no method" => [TestProcessor, message(:nope, T::CALL, 15)],
+  "a name no Symbol has" => [TestProcessor, message("never_seen_name_q7z", T::CALL, 16)],
+  "a name with a colon" => [TestProcessor, message("Svc:ping", T::CALL, 17)],
+  "respond_to_missing?" => [DynamicProcessor, message("dynamic", T::CALL, 18)],
+  "a processor's own respond_to?, write_error and read_args" => [OverridingProcessor, message("nope", T::CALL, 19)],
+  "a processor's own respond_to? for a known method" => [OverridingProcessor, message("ping", T::CALL, 20)],
+  "a processor's own send" => [ProcessorWithSend, message("ping", T::CALL, 21)],
+  "read_message_begin answers no Array" => [TestProcessor, { script: { read_message_begin: ->(*) { "ping" } }, input: body(Args.new(n: 2)) }],
+  "a damaged argument struct" => [TestProcessor, { script: begin_answer("ping", T::CALL, 22), input: "\x08\x00" }],
+}.freeze
+
+out = CASES.map do |name, (klass, setup)|
+  log = []
+  double = TransportDouble.new(setup.fetch(:input).b)
+  double.log = log
+  prot = ProtocolDouble.new(double, log, setup.fetch(:script))
+  handler = Handler.new
+  logger = LoggerDouble.new
+  processor = klass.new(handler, logger)
+  outcome = begin
+    Outcome.ok(processor.process(prot, prot).inspect)
+  rescue StandardError, NotImplementedError => e
+    Outcome.failed(e, Outcome.first_line(e).gsub(/0x\h+/, "0x"))
+  end
+  own = processor.instance_variables.sort.reject { |i| %i[@handler @logger].include?(i) }
+  state = own.map { |i| [i, processor.instance_variable_get(i).inspect] }
+  [name, outcome, log, handler.calls, logger.lines, state]
+end
+$stdout.write Marshal.dump(out)
