@@ -29,6 +29,20 @@ end
 
 class HashSubclass < Hash; end
 
+# An args class whose setter changes the caller's Hash while it is walked.
+class ArgsThatChangeTheHash < Args
+  def n=(value)
+    $args[:s] = "added"
+    super
+  end
+end
+
+# An expected name whose to_s answers no String (interpolation then takes the default form).
+class OddName
+  def to_s = 42
+  def !=(_other) = true
+end
+
 MASTER = Thrift::Client.private_method_defined?(:write_message)
 V019 = !MASTER && Thrift::Client.method_defined?(:receive_message_begin)
 T = Thrift::MessageTypes
@@ -128,6 +142,33 @@ CASES = {
     [c.send_message("a", Args, n: 1), c.send_message("b", Args, n: 2), c.send_oneway_message("c", Args)]
   }],
   "sequence ids: a Float seqid" => [{}, ->(c) { c.instance_variable_set(:@seqid, 1.5) && c.send_message("a", Args, n: 1) }],
+  "send_message, a setter that adds to the args Hash" => [{}, lambda { |c|
+    $args = { n: 1 }
+    c.send_message("ping", ArgsThatChangeTheHash, $args)
+  }],
+  "send_message, a setter that deletes from the args Hash" => [{}, lambda { |c|
+    $args = { n: 1, s: "kept?" }
+    klass = Class.new(Args) do
+      def n=(value)
+        $args.delete(:s)
+        super
+      end
+    end
+    c.send_message("ping", klass, $args)
+  }],
+  "send_message, a key of broken encoding" => [{}, ->(c) { c.send_message("ping", Args, "n\xFF".dup.force_encoding("UTF-8") => 1) }],
+  "a call: a binary expected name" => [
+    { input: -> { body(Result.new(success: "x")) }, script: begin_answer("other", T::REPLY, 0) },
+    ->(c) { c.send_message("caf\xC3".b, Args, n: 1) && receive(c, "caf\xC3".b, Result) },
+  ],
+  "a call: an expected name whose to_s is no String" => [
+    { input: -> { body(Result.new(success: "x")) }, script: begin_answer("other", T::REPLY, 0) },
+    ->(c) { c.send_message("x", Args, n: 1) && receive(c, OddName.new, Result) },
+  ],
+  "send_message, the write raises, then close raises too (the cause)" => [
+    { script: { write_struct_begin: ->(*) { raise IOError, "write failed" } }, fail_on: [:close] },
+    ->(c) { c.send_message("ping", Args, n: 8) },
+  ],
   "handle_exception, not an exception" => [{}, ->(c) { c.handle_exception(T::REPLY) }],
   "handle_exception, nil" => [{}, ->(c) { c.handle_exception(nil) }],
 }.freeze
@@ -138,7 +179,7 @@ out = CASES.map do |name, (setup, action)|
   outcome = begin
     Outcome.ok(action.call(c).inspect)
   rescue StandardError, NotImplementedError => e
-    scrub(e)
+    scrub(e) + [e.message.encoding.name, e.cause && [e.cause.class.name, e.cause.message]]
   end
   [name, outcome, log.map { |entry| entry.map { |part| part.is_a?(String) ? part.gsub(/0x\h+/, "0x") : part } }, ivars(c)]
 end

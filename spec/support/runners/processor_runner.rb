@@ -88,6 +88,12 @@ class ProcessorWithSend < TestProcessor
   def send(name, *args) = (@sent ||= []) << name.to_s && super
 end
 
+# A name whose to_s answers no String.
+class NameWithoutString
+  def to_s = nil
+  def inspect = "#<NameWithoutString>"
+end
+
 def message(name, type, seqid, args = Args.new(n: 1)) = { script: begin_answer(name, type, seqid), input: body(args) }
 
 def begin_answer(name, type, seqid) = { read_message_begin: ->(*) { [name, type, seqid] } }
@@ -111,6 +117,13 @@ CASES = {
   "a processor's own respond_to? for a known method" => [OverridingProcessor, message("ping", T::CALL, 20)],
   "a processor's own send" => [ProcessorWithSend, message("ping", T::CALL, 21)],
   "read_message_begin answers no Array" => [TestProcessor, { script: { read_message_begin: ->(*) { "ping" } }, input: body(Args.new(n: 2)) }],
+  "a name whose to_s is no String" => [TestProcessor, message(NameWithoutString.new, T::CALL, 23)],
+  "a message type whose to_s is no String" => [TestProcessor, message("ping", Class.new { def to_s = 7 }.new, 24)],
+  "a handler that raises, then the error reply fails (the cause)" => [
+    TestProcessor, { script: begin_answer("boom", T::CALL, 25).merge(write_message_begin: ->(*) { raise IOError, "peer gone" }),
+                     input: body(Args.new(n: 1)) },
+  ],
+  "a binary method name" => [TestProcessor, message("caf\xC3".b, T::CALL, 26)],
   "a damaged argument struct" => [TestProcessor, { script: begin_answer("ping", T::CALL, 22), input: "\x08\x00" }],
 }.freeze
 
@@ -125,10 +138,11 @@ out = CASES.map do |name, (klass, setup)|
   outcome = begin
     Outcome.ok(processor.process(prot, prot).inspect)
   rescue StandardError, NotImplementedError => e
-    Outcome.failed(e, Outcome.first_line(e).gsub(/0x\h+/, "0x"))
+    Outcome.failed(e, Outcome.first_line(e).gsub(/0x\h+/, "0x")) + [e.cause && [e.cause.class.name, e.cause.message]]
   end
   own = processor.instance_variables.sort.reject { |i| %i[@handler @logger].include?(i) }
   state = own.map { |i| [i, processor.instance_variable_get(i).inspect] }
+  log = log.map { |entry| entry.map { |part| part.is_a?(String) ? part.gsub(/0x\h+/, "0x") : part } }
   [name, outcome, log, handler.calls, logger.lines, state]
 end
 $stdout.write Marshal.dump(out)

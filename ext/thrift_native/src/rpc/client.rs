@@ -79,87 +79,75 @@ const SEND_MESSAGE_ARGS_M: usize = 0;
 const WRITE_MESSAGE_M: usize = 1;
 static ORIGINALS: Originals<2> = Originals::new(FALLBACK);
 
-/// At most this many arguments are taken natively (a generated `send_*` passes one pair per argument).
-const MAX_ARGS: usize = 16;
-
 fn ivar(this: VALUE, id: &crate::ruby::rb::StaticId) -> VALUE {
     rb::ivar_get(this, id.get())
 }
 
-/// The pairs of `args`, when `args.each { |k, v| ... }` can be walked here: an exact Hash whose `each` is Hash's,
-/// with Symbol or String keys whose `to_s` is their class's own.
-fn plain_pairs(args: VALUE, out: &mut [(VALUE, VALUE); MAX_ARGS]) -> Option<usize> {
-    if !rb::is_exact_instance(args, rb::hash_class()) || !basic(rb::hash_class(), EACH_ID.get()) {
-        return None;
-    }
-    // SAFETY: `args` is a Hash.
-    let n = unsafe { rb::hash_pairs(args, out) }?;
-    let symbol_to_s = basic(rb::symbol_class(), TO_S.get());
-    let string_to_s = basic(rb::string_class(), TO_S.get());
-    out[..n]
-        .iter()
-        .all(|(key, _)| {
-            if rb::is_static_symbol(*key) {
-                symbol_to_s
-            } else {
-                rb::is_exact_instance(*key, rb::string_class()) && string_to_s
-            }
-        })
-        .then_some(n)
+/// True when `args.each { |k, v| ... }` can be walked here: an exact Hash whose `each` is Hash's.
+fn plain_hash(args: VALUE) -> bool {
+    rb::is_exact_instance(args, rb::hash_class()) && basic(rb::hash_class(), EACH_ID.get())
 }
 
-/// The method name `"#{key}="`, if a method of that name can exist (its Symbol does): what `send` would call.
-fn setter_id(key: VALUE) -> ID {
-    let name = if rb::is_static_symbol(key) {
+/// The method name `"#{key}="` for a key whose `to_s` is its class's own (a static Symbol, an exact String), if a
+/// method of that name can exist (its Symbol does): what `send` would call. 0 otherwise.
+fn setter_id(key: VALUE) -> Result<ID, Error> {
+    let name = if rb::is_static_symbol(key) && basic(rb::symbol_class(), TO_S.get()) {
         // SAFETY: rb_sym2str of a static Symbol answers its frozen name without allocating.
         unsafe { rb_sys::rb_sym2str(key) }
-    } else {
+    } else if rb::is_exact_instance(key, rb::string_class())
+        && basic(rb::string_class(), TO_S.get())
+    {
         key
+    } else {
+        return Ok(0);
     };
     // SAFETY: `name` is a String on this stack; its bytes are copied out before anything else runs.
     let bytes = unsafe { rb::str_bytes(name) };
     if bytes.len() > 255 {
-        return 0;
+        return Ok(0);
     }
     let mut buf = [0u8; 256];
     buf[..bytes.len()].copy_from_slice(bytes);
     buf[bytes.len()] = b'=';
-    // SAFETY: `buf` holds len + 1 bytes; rb_check_id_cstr only looks the name up (no Symbol is made); the encoding
-    // is the name's own.
-    unsafe {
+    // SAFETY: protected (a name of broken encoding raises EncodingError, as `send` would); `buf` holds len + 1 bytes;
+    // rb_check_id_cstr only looks the name up (no Symbol is made); the encoding is the name's own.
+    let id = magnus::rb_sys::protect(|| unsafe {
         let enc = rb_sys::rb_enc_get(name);
-        rb_sys::rb_check_id_cstr(buf.as_ptr() as *const _, (bytes.len() + 1) as _, enc)
-    }
+        rb_sys::rb_check_id_cstr(buf.as_ptr() as *const _, (bytes.len() + 1) as _, enc) as VALUE
+    })?;
+    Ok(id as ID)
 }
 
-/// `data = args_class.new; args.each { |k, v| data.send("#{k}=", v) }` over the pairs `plain_pairs` took.
-fn make_args(args_class: VALUE, pairs: &[(VALUE, VALUE)]) -> Result<VALUE, Error> {
+/// `data.send("#{k}=", v)` (0.14-0.19: `"#{k.to_s}="`).
+fn set_argument(data: VALUE, own_send: bool, key: VALUE, value: VALUE) -> Result<(), Error> {
+    let id = if own_send { setter_id(key)? } else { 0 };
+    if id != 0 {
+        return rb::funcall(data, id, &[value]).map(drop);
+    }
+    // The library's way: a new String, through `send`.
+    let name = if flavor() == Flavor::Master {
+        key
+    } else {
+        rb::funcall(key, TO_S.get(), &[])?
+    };
+    let setter = rb::interpolate(&[name, rb::utf8_string(b"=")])?;
+    rb::funcall(data, SEND.get(), &[setter, value]).map(drop)
+}
+
+/// `data = args_class.new; args.each { |k, v| data.send("#{k}=", v) }`, walking the live Hash as `each` does.
+fn make_args(args_class: VALUE, args: VALUE) -> Result<VALUE, Error> {
     let data = rb::funcall(args_class, NEW.get(), &[])?;
     let own_send = rb::heap_class(data).is_some_and(|c| basic(c, SEND.get()));
-    for &(key, value) in pairs {
-        let id = if own_send { setter_id(key) } else { 0 };
-        if id != 0 {
-            rb::funcall(data, id, &[value])?;
-        } else {
-            // The library's way: a new String, through `send`.
-            let name = if rb::is_static_symbol(key) {
-                rb::funcall(key, TO_S.get(), &[])?
-            } else {
-                key
-            };
-            let setter = rb::utf8_string(&[]);
-            rb::str_cat_str(setter, name)?;
-            rb::str_cat(setter, b"=")?;
-            rb::funcall(data, SEND.get(), &[setter, value])?;
-        }
-    }
+    rb::hash_foreach(args, |key, value| set_argument(data, own_send, key, value))?;
     Ok(data)
 }
 
 /// The exception in `e`, when it is a StandardError (what a bare `rescue` catches).
-fn standard_error(e: &Error) -> bool {
+fn standard_error(e: &Error) -> Option<VALUE> {
     let ruby = Ruby::get().expect("called from a Ruby thread");
-    e.value().is_some() && e.is_kind_of(ruby.exception_standard_error())
+    let exception = e.value()?;
+    e.is_kind_of(ruby.exception_standard_error())
+        .then(|| exception.as_raw())
 }
 
 fn oprot_trans(this: VALUE) -> Result<VALUE, Error> {
@@ -169,14 +157,16 @@ fn oprot_trans(this: VALUE) -> Result<VALUE, Error> {
 /// 0.14-0.19 `send_message_args`: the arguments written (a failed write closes the transport), the message end,
 /// the flush.
 fn send_message_args_v014(this: VALUE, args_class: VALUE, args: VALUE) -> Result<VALUE, Error> {
-    let mut pairs = [(rb::QNIL, rb::QNIL); MAX_ARGS];
-    let Some(n) = plain_pairs(args, &mut pairs) else {
+    if !plain_hash(args) {
         return ORIGINALS.call(SEND_MESSAGE_ARGS_M, this, &[args_class, args]);
-    };
-    let data = make_args(args_class, &pairs[..n])?;
+    }
+    let data = make_args(args_class, args)?;
     if let Err(e) = rb::funcall(data, WRITE.get(), &[ivar(this, &IVAR_OPROT)]) {
-        if standard_error(&e) {
-            rb::funcall(oprot_trans(this)?, CLOSE.get(), &[])?;
+        if let Some(exception) = standard_error(&e) {
+            rb::rescuing(exception, |r| {
+                let trans = r.call(ivar(this, &IVAR_OPROT), TRANS.get(), &[])?;
+                r.call(trans, CLOSE.get(), &[])
+            })?;
         }
         return Err(e);
     }
@@ -187,11 +177,10 @@ fn send_message_args_v014(this: VALUE, args_class: VALUE, args: VALUE) -> Result
 /// master's private `write_message(name, type, args_class, args)`.
 fn write_message_master(this: VALUE, args: &[VALUE; 4]) -> Result<VALUE, Error> {
     let [name, kind, args_class, arguments] = *args;
-    let mut pairs = [(rb::QNIL, rb::QNIL); MAX_ARGS];
-    let Some(n) = plain_pairs(arguments, &mut pairs) else {
+    if !plain_hash(arguments) {
         return ORIGINALS.call(WRITE_MESSAGE_M, this, args);
-    };
-    let data = make_args(args_class, &pairs[..n])?;
+    }
+    let data = make_args(args_class, arguments)?;
     let seqid = if rb::is_nil(name) {
         rb::QNIL
     } else {
@@ -211,18 +200,22 @@ fn write_message_master(this: VALUE, args: &[VALUE; 4]) -> Result<VALUE, Error> 
     })();
     let flush_result = match sent {
         Ok(v) => v,
-        Err(e) if standard_error(&e) => {
+        Err(e) => match standard_error(&e) {
             // `begin @oprot.trans.close rescue StandardError end`: the send's error is the one raised.
-            if let Err(close_error) =
-                oprot_trans(this).and_then(|t| rb::funcall(t, CLOSE.get(), &[]))
-            {
-                if !standard_error(&close_error) {
-                    return Err(close_error);
+            Some(exception) => {
+                let closed = rb::rescuing(exception, |r| {
+                    let trans = r.call(ivar(this, &IVAR_OPROT), TRANS.get(), &[])?;
+                    r.call(trans, CLOSE.get(), &[])
+                });
+                match closed {
+                    Err(close_error) if standard_error(&close_error).is_none() => {
+                        return Err(close_error)
+                    }
+                    _ => return Err(e),
                 }
             }
-            return Err(e);
-        }
-        Err(e) => return Err(e),
+            None => return Err(e),
+        },
     };
     if equal(kind, k(&message_types().call))? {
         return rb::funcall(ivar(this, &IVAR_PENDING_SEQIDS), APPEND.get(), &[seqid]);
@@ -235,7 +228,7 @@ fn send(this: VALUE, kind: VALUE, args: &[Value]) -> Result<VALUE, Error> {
     let (name, args_class, arguments) = match args {
         [name, class] => (name.as_raw(), class.as_raw(), rb_sys_hash_new()),
         [name, class, arguments] => (name.as_raw(), class.as_raw(), arguments.as_raw()),
-        _ => return Err(arity_error(args.len(), "2..3")),
+        _ => return Err(arity_error(args.len(), 2, 3)),
     };
     match flavor() {
         Flavor::Master => rb::funcall(
@@ -260,12 +253,17 @@ fn rb_sys_hash_new() -> VALUE {
     unsafe { rb_sys::rb_hash_new() }
 }
 
-fn arity_error(given: usize, expected: &str) -> Error {
-    let ruby = Ruby::get().expect("called from a Ruby thread");
-    Error::new(
-        ruby.exception_arg_error(),
-        format!("wrong number of arguments (given {given}, expected {expected})"),
-    )
+/// Ruby's own ArgumentError for `given` arguments where `min..max` are taken (its message, in its encoding).
+fn arity_error(given: usize, min: i32, max: i32) -> Error {
+    // SAFETY: protected; rb_error_arity always raises.
+    match magnus::rb_sys::protect(|| unsafe {
+        rb_sys::rb_error_arity(given as _, min, max);
+        #[allow(unreachable_code)]
+        rb::QNIL
+    }) {
+        Err(e) => e,
+        Ok(_) => unreachable!("rb_error_arity returned"),
+    }
 }
 
 fn send_message(rb_self: Value, args: &[Value]) -> Result<Value, Error> {
@@ -396,14 +394,8 @@ fn reply_seqid(rb_self: Value, rseqid: Value) -> Result<bool, Error> {
 /// `ApplicationException.new(code, "#{expected_name} failed: <what>")`, raised.
 fn application_error(code: &AtomicI64, expected_name: VALUE, what: &str) -> Error {
     let make = || -> Result<VALUE, Error> {
-        let message = rb::utf8_string(&[]);
-        let name = if rb::is_string(expected_name) {
-            expected_name
-        } else {
-            rb::funcall(expected_name, TO_S.get(), &[])?
-        };
-        rb::str_cat_str(message, name)?;
-        rb::str_cat(message, format!(" failed: {what}").as_bytes())?;
+        let tail = rb::utf8_string(format!(" failed: {what}").as_bytes());
+        let message = rb::interpolate(&[expected_name, tail])?;
         let class = K.application_exception.load(Ordering::Relaxed) as VALUE;
         rb::funcall(class, NEW.get(), &[k(code), message])
     };
@@ -417,11 +409,19 @@ fn application_error(code: &AtomicI64, expected_name: VALUE, what: &str) -> Erro
 }
 
 /// master's `validate_message_begin(fname, mtype, rseqid, expected_name)`.
-fn validate_message_begin(rb_self: Value, args: &[Value]) -> Result<Value, Error> {
-    let [fname, mtype, rseqid, expected_name] = match args {
-        [a, b, c, d] => [a.as_raw(), b.as_raw(), c.as_raw(), d.as_raw()],
-        _ => return Err(arity_error(args.len(), "4")),
-    };
+fn validate_message_begin(
+    rb_self: Value,
+    fname: Value,
+    mtype: Value,
+    rseqid: Value,
+    expected_name: Value,
+) -> Result<Value, Error> {
+    let [fname, mtype, rseqid, expected_name] = [
+        fname.as_raw(),
+        mtype.as_raw(),
+        rseqid.as_raw(),
+        expected_name.as_raw(),
+    ];
     let this = rb_self.as_raw();
     let expected_seqid = rb::funcall(this, DEQUEUE_PENDING_SEQID.get(), &[])?;
     if equal(mtype, k(&message_types().exception))? {
@@ -538,7 +538,7 @@ pub fn init(ruby: &Ruby) -> Result<(), Error> {
                 ruby,
                 client,
                 "validate_message_begin",
-                magnus::method!(validate_message_begin, -1),
+                magnus::method!(validate_message_begin, 4),
             )?;
             registry::define_private_method(
                 ruby,

@@ -40,34 +40,29 @@ fn application_exception(code: &AtomicI64, message: VALUE) -> Result<VALUE, Erro
 
 /// `"process_#{name}"`, built (a new String, as the library makes it).
 fn method_string(name: VALUE) -> Result<VALUE, Error> {
-    let text = if rb::is_string(name) {
-        name
-    } else {
-        rb::funcall(name, crate::ruby::names::TO_S.get(), &[])?
-    };
-    let s = rb::utf8_string(b"process_");
-    rb::str_cat_str(s, text)?;
-    Ok(s)
+    rb::interpolate(&[rb::utf8_string(b"process_"), name])
 }
 
 /// The ID of `process_<name>` for an exact String `name`, if that name exists as a Symbol.
-fn method_id(name: VALUE) -> ID {
+fn method_id(name: VALUE) -> Result<ID, Error> {
     if !rb::is_exact_instance(name, rb::string_class()) {
-        return 0;
+        return Ok(0);
     }
     // SAFETY: `name` is a String on the caller's stack; its bytes are copied out before anything else runs.
     let bytes = unsafe { rb::str_bytes(name) };
     if bytes.len() > 247 {
-        return 0;
+        return Ok(0);
     }
     let mut buf = [0u8; 256];
     buf[..8].copy_from_slice(b"process_");
     buf[8..8 + bytes.len()].copy_from_slice(bytes);
-    // SAFETY: `buf` holds the name's bytes; rb_check_id_cstr only looks the name up; the encoding is the name's.
-    unsafe {
+    // SAFETY: protected (a name of broken encoding raises EncodingError, as `respond_to?` would); `buf` holds the
+    // name's bytes; rb_check_id_cstr only looks the name up; the encoding is the name's.
+    let id = magnus::rb_sys::protect(|| unsafe {
         let enc = rb_sys::rb_enc_get(name);
-        rb_sys::rb_check_id_cstr(buf.as_ptr() as *const _, (8 + bytes.len()) as _, enc)
-    }
+        rb_sys::rb_check_id_cstr(buf.as_ptr() as *const _, (8 + bytes.len()) as _, enc) as VALUE
+    })?;
+    Ok(id as ID)
 }
 
 /// `iprot.skip(Types::STRUCT); iprot.read_message_end; write_error(ApplicationException.new(code, message), ...)`,
@@ -102,7 +97,7 @@ fn process(rb_self: Value, iprot: Value, oprot: Value) -> Result<bool, Error> {
     }
     let class = rb::heap_class(this).unwrap_or(0);
     let id = if class != 0 && basic(class, RESPOND_TO_P.get()) {
-        method_id(name)
+        method_id(name)?
     } else {
         0
     };
@@ -150,19 +145,17 @@ fn process(rb_self: Value, iprot: Value, oprot: Value) -> Result<bool, Error> {
 
 /// `"Invalid message type #{type} for function #{name}"`.
 fn invalid_type_message(kind: VALUE, name: VALUE) -> Result<VALUE, Error> {
-    let s = rb::utf8_string(b"Invalid message type ");
-    rb::str_cat_str(s, rb::funcall(kind, crate::ruby::names::TO_S.get(), &[])?)?;
-    rb::str_cat(s, b" for function ")?;
-    let name = if rb::is_string(name) {
-        name
-    } else {
-        rb::funcall(name, crate::ruby::names::TO_S.get(), &[])?
-    };
-    rb::str_cat_str(s, name)?;
-    Ok(s)
+    let parts = [
+        rb::utf8_string(b"Invalid message type "),
+        kind,
+        rb::utf8_string(b" for function "),
+        name,
+    ];
+    rb::interpolate(&parts)
 }
 
-/// The `rescue => e` of `process`: an INTERNAL_ERROR ApplicationException, the debug line, `write_error`.
+/// The `rescue => e` of `process` (run with `$!` set to `e`): an INTERNAL_ERROR ApplicationException, the debug line,
+/// `write_error`.
 fn internal_error(
     this: VALUE,
     e: VALUE,
@@ -170,27 +163,29 @@ fn internal_error(
     name: VALUE,
     seqid: VALUE,
 ) -> Result<(), Error> {
-    let x = application_exception(&INTERNAL_ERROR, rb::utf8_string(b"Internal error"))?;
-    // "Internal error : #{e.message}\n#{e.backtrace.join("\n")}"
-    let line = rb::utf8_string(b"Internal error : ");
-    let message = rb::funcall(e, MESSAGE.get(), &[])?;
-    rb::str_cat_str(line, as_string(message)?)?;
-    rb::str_cat(line, b"\n")?;
-    let backtrace = rb::funcall(e, BACKTRACE.get(), &[])?;
-    let joined = rb::funcall(backtrace, JOIN.get(), &[rb::utf8_string(b"\n")])?;
-    rb::str_cat_str(line, as_string(joined)?)?;
-    rb::funcall(rb::ivar_get(this, IVAR_LOGGER.get()), DEBUG.get(), &[line])?;
-    rb::funcall(this, WRITE_ERROR.get(), &[x, oprot, name, seqid])?;
-    Ok(())
-}
-
-/// What string interpolation makes of `v`: itself for a String, else its `to_s`.
-fn as_string(v: VALUE) -> Result<VALUE, Error> {
-    if rb::is_string(v) {
-        return Ok(v);
-    }
-    // SAFETY: protected; rb_obj_as_string calls `to_s` (and falls back to the default inspect form as Ruby does).
-    magnus::rb_sys::protect(|| unsafe { rb_sys::rb_obj_as_string(v) })
+    rb::rescuing(e, |r| {
+        let class = APPLICATION_EXCEPTION.load(Ordering::Relaxed) as VALUE;
+        let code = k(&INTERNAL_ERROR);
+        let x = r.call(
+            class,
+            NEW.get(),
+            &[code, rb::utf8_string(b"Internal error")],
+        )?;
+        // "Internal error : #{e.message}\n#{e.backtrace.join("\n")}"
+        let message = r.call(e, MESSAGE.get(), &[])?;
+        let backtrace = r.call(e, BACKTRACE.get(), &[])?;
+        let joined = r.call(backtrace, JOIN.get(), &[rb::utf8_string(b"\n")])?;
+        let parts = [
+            rb::utf8_string(b"Internal error : "),
+            message,
+            rb::utf8_string(b"\n"),
+            joined,
+        ];
+        let line = rb::interpolate(&parts)?;
+        r.call(rb::ivar_get(this, IVAR_LOGGER.get()), DEBUG.get(), &[line])?;
+        r.call(this, WRITE_ERROR.get(), &[x, oprot, name, seqid])?;
+        Ok(())
+    })
 }
 
 /// `read_args(iprot, args_class)`.
@@ -253,13 +248,13 @@ pub fn init(ruby: &Ruby) -> Result<(), Error> {
         ruby,
         processor,
         "write_result",
-        magnus::method!(write_result_method, -1),
+        magnus::method!(write_result_method, 4),
     )?;
     registry::define_method(
         ruby,
         processor,
         "write_error",
-        magnus::method!(write_error_method, -1),
+        magnus::method!(write_error_method, 4),
     )?;
     Ok(())
 }
@@ -269,33 +264,39 @@ fn read_args_method(_this: Value, iprot: Value, args_class: Value) -> Result<Val
 }
 
 /// `write_result(result, oprot, name, seqid)`: a REPLY.
-fn write_result_method(_this: Value, args: &[Value]) -> Result<Value, Error> {
-    write_message_of(k(&message_types().reply), args)
+fn write_result_method(
+    _this: Value,
+    result: Value,
+    oprot: Value,
+    name: Value,
+    seqid: Value,
+) -> Result<Value, Error> {
+    let reply = k(&message_types().reply);
+    write_message(
+        reply,
+        result.as_raw(),
+        oprot.as_raw(),
+        name.as_raw(),
+        seqid.as_raw(),
+    )
 }
 
 /// `write_error(err, oprot, name, seqid)`: an EXCEPTION.
-fn write_error_method(_this: Value, args: &[Value]) -> Result<Value, Error> {
-    write_message_of(k(&message_types().exception), args)
-}
-
-fn write_message_of(kind: VALUE, args: &[Value]) -> Result<Value, Error> {
-    match args {
-        [body, oprot, name, seqid] => write_message(
-            kind,
-            body.as_raw(),
-            oprot.as_raw(),
-            name.as_raw(),
-            seqid.as_raw(),
-        ),
-        _ => {
-            let ruby = Ruby::get().expect("called from a Ruby thread");
-            let message = format!(
-                "wrong number of arguments (given {}, expected 4)",
-                args.len()
-            );
-            Err(Error::new(ruby.exception_arg_error(), message))
-        }
-    }
+fn write_error_method(
+    _this: Value,
+    err: Value,
+    oprot: Value,
+    name: Value,
+    seqid: Value,
+) -> Result<Value, Error> {
+    let exception = k(&message_types().exception);
+    write_message(
+        exception,
+        err.as_raw(),
+        oprot.as_raw(),
+        name.as_raw(),
+        seqid.as_raw(),
+    )
 }
 
 /// Whether the loaded `Processor#process` checks the message type first (master's THRIFT-6146): its source reads

@@ -57,6 +57,73 @@ pub fn string_class() -> VALUE {
     unsafe { rb_sys::rb_cString }
 }
 
+/// What string interpolation makes of `v`: `v` itself for a String, else its `to_s` (Ruby's `#<Class:0x...>` form when
+/// `to_s` answers no String).
+pub fn as_string(v: VALUE) -> Result<VALUE, Error> {
+    if is_string(v) {
+        return Ok(v);
+    }
+    // SAFETY: protected; rb_obj_as_string calls `to_s`.
+    protect(|| unsafe { rb_sys::rb_obj_as_string(v) })
+}
+
+/// `"#{a}#{b}..."` of `parts`: each made a String as interpolation makes it, joined as Ruby joins an interpolated
+/// string's parts (rb_str_concat_literals: the first part's encoding, a non-ASCII part's where the result is still
+/// US-ASCII, Encoding::CompatibilityError where two clash).
+pub fn interpolate(parts: &[VALUE]) -> Result<VALUE, Error> {
+    let mut strings = [QNIL; 8];
+    assert!(parts.len() <= strings.len(), "at most 8 parts");
+    for (slot, &part) in strings.iter_mut().zip(parts) {
+        *slot = as_string(part)?;
+    }
+    let strings = &strings[..parts.len()];
+    let out = utf8_string(&[]);
+    // SAFETY: protected; `out` and the parts are Strings on this stack; rb_str_buf_append checks their encodings.
+    protect(|| unsafe {
+        if let Some(&first) = strings.first() {
+            rb_sys::rb_enc_copy(out, first);
+        }
+        let us_ascii = rb_sys::rb_usascii_encindex();
+        for &part in strings {
+            let index = rb_sys::rb_enc_get_index(part);
+            rb_sys::rb_str_buf_append(out, part);
+            if index != us_ascii && rb_sys::rb_enc_get_index(out) == us_ascii {
+                rb_sys::rb_enc_set_index(out, index);
+            }
+        }
+        out
+    })
+}
+
+/// The body of a `rescue` of `exception`, run natively: each call made through [`Rescue::call`] runs with `$!` set
+/// to the exception (Ruby code in between, a `rescue` of its own, may reset it), so that an exception raised in it
+/// gets the rescued one as its cause, as in Ruby.
+pub struct Rescue {
+    exception: VALUE,
+}
+
+impl Rescue {
+    /// `recv.method(*args)` inside the rescue clause.
+    pub fn call(&self, recv: VALUE, method: ID, args: &[VALUE]) -> Result<VALUE, Error> {
+        // SAFETY: rb_set_errinfo sets the running thread's `$!` to an exception object held by the caller.
+        unsafe { rb_sys::rb_set_errinfo(self.exception) };
+        funcall(recv, method, args)
+    }
+}
+
+/// Runs `body` as the body of a `rescue` of `exception`; `$!` is what it was before afterwards.
+pub fn rescuing<T>(
+    exception: VALUE,
+    body: impl FnOnce(&Rescue) -> Result<T, Error>,
+) -> Result<T, Error> {
+    // SAFETY: rb_errinfo reads the running thread's `$!` (an exception or nil).
+    let outer = unsafe { rb_sys::rb_errinfo() };
+    let result = body(&Rescue { exception });
+    // SAFETY: rb_set_errinfo restores `$!` to what it was (an exception or nil), held on this stack.
+    unsafe { rb_sys::rb_set_errinfo(outer) };
+    result
+}
+
 /// `::Symbol`.
 #[inline(always)]
 pub fn symbol_class() -> VALUE {

@@ -99,48 +99,52 @@ impl PlainSocket {
         let data = rb::funcall(handle, READPARTIAL.get(), &[rb::integer(sz as i64)])
             .map_err(|e| self.failed(e, Direction::Read))?;
         if rb::is_nil(data) || length(data)? == 0 {
-            let desc = rb::funcall(
+            // "Socket: Could not read #{sz} bytes from #{@desc}"
+            let parts = [
+                rb::utf8_string(b"Socket: Could not read "),
+                rb::integer(sz as i64),
+                rb::utf8_string(b" bytes from "),
                 rb::ivar_get(self.this, IVAR_DESC.get()),
-                crate::ruby::names::TO_S.get(),
-                &[],
+            ];
+            let message = rb::interpolate(&parts)?;
+            let code = rb::integer(UNKNOWN.load(Ordering::Relaxed));
+            let exception = rb::funcall(
+                thrift().transport_exception,
+                crate::ruby::names::NEW.get(),
+                &[code, message],
             )?;
-            // SAFETY: `desc` is a String (to_s answered it; Ruby raises otherwise).
-            let desc = String::from_utf8_lossy(unsafe { rb::str_bytes(desc) }).into_owned();
-            return Err(crate::thrift::errors::transport(
-                UNKNOWN.load(Ordering::Relaxed),
-                &format!("Socket: Could not read {sz} bytes from {desc}"),
-            ));
+            // SAFETY: a TransportException just made.
+            let exception = magnus::Exception::from_value(unsafe { rb::value(exception) });
+            return Err(Error::from(exception.expect("an exception")));
         }
         Ok(data)
     }
 
     /// BaseTransport#read_all(size) over this socket, for `size` > 0: `read(size)`, then `read` of what is missing,
-    /// appended, until `size` bytes are there.
+    /// appended, until `size` bytes are there. Each `read` is this file's while the socket is still plain (a
+    /// `readpartial` lets other threads run, which may change it), else the socket's own method.
     pub fn read_all(self, size: usize) -> Result<VALUE, Error> {
         let buf = self.read(size)?;
-        if !bytes::is_binary_string(buf) || rb::is_frozen(buf) {
-            // Not what readpartial answers: the rest the Ruby way.
-            return self.read_all_rest_in_ruby(buf, size);
-        }
         loop {
-            // SAFETY: `buf` is a String held on this stack.
-            let got = unsafe { rb::str_len(buf) };
-            if got >= size {
-                return Ok(buf);
-            }
-            let chunk = self.read(size - got)?;
-            rb::str_cat_str(buf, chunk)?;
-        }
-    }
-
-    /// `buf << read(size - buf.length)` until `buf.length >= size`, each call through Ruby.
-    fn read_all_rest_in_ruby(self, buf: VALUE, size: usize) -> Result<VALUE, Error> {
-        loop {
-            let got = rb::to_i64(rb::funcall(buf, LENGTH.get(), &[])?)?;
+            let got = if bytes::is_binary_string(buf) {
+                // SAFETY: `buf` is a String held on this stack.
+                unsafe { rb::str_len(buf) as i64 }
+            } else {
+                rb::to_i64(rb::funcall(buf, LENGTH.get(), &[])?)?
+            };
             if got >= size as i64 {
                 return Ok(buf);
             }
-            let chunk = self.read(size - got as usize)?;
+            let rest = size - got as usize;
+            let chunk = match PlainSocket::of(self.this) {
+                Some(socket) => socket.read(rest)?,
+                None => rb::funcall(
+                    self.this,
+                    crate::ruby::names::READ.get(),
+                    &[rb::integer(rest as i64)],
+                )?,
+            };
+            // `buf << chunk`
             rb::funcall(buf, crate::ruby::names::APPEND.get(), &[chunk])?;
         }
     }
@@ -164,7 +168,10 @@ impl PlainSocket {
         let master = MASTER_RESCUE.load(Ordering::Relaxed);
         if e.is_kind_of(transport_exception()) {
             if master {
-                if let Err(close_error) = rb::funcall(self.this, CLOSE.get(), &[]) {
+                use magnus::rb_sys::AsRawValue;
+                let closed =
+                    rb::rescuing(exception.as_raw(), |r| r.call(self.this, CLOSE.get(), &[]));
+                if let Err(close_error) = closed {
                     return close_error;
                 }
             }
@@ -173,29 +180,31 @@ impl PlainSocket {
         if !e.is_kind_of(ruby.exception_standard_error()) {
             return e;
         }
-        if let Err(cleanup_error) = self.clean_up(master, direction) {
-            return cleanup_error;
-        }
         use magnus::rb_sys::AsRawValue;
         let exception = exception.as_raw();
-        match rb::funcall(exception, MESSAGE.get(), &[]) {
-            Ok(message) => raise_not_open(message, exception),
-            Err(message_error) => message_error,
+        // The rescue clause's body, with `$!` set: an error raised in it has the IO error as its cause.
+        let raised = rb::rescuing(exception, |r| {
+            self.clean_up(r, master, direction)?;
+            let message = r.call(exception, MESSAGE.get(), &[])?;
+            Ok(raise_not_open(message, exception))
+        });
+        match raised {
+            Ok(e) | Err(e) => e,
         }
     }
 
     /// master: `close`. 0.14-0.19: `@handle.close` (`unless @handle.closed?` on a read), `@handle = nil`.
-    fn clean_up(self, master: bool, direction: Direction) -> Result<(), Error> {
+    fn clean_up(self, r: &rb::Rescue, master: bool, direction: Direction) -> Result<(), Error> {
         if master {
-            return rb::funcall(self.this, CLOSE.get(), &[]).map(|_| ());
+            return r.call(self.this, CLOSE.get(), &[]).map(|_| ());
         }
         let handle = self.handle();
         let closed = match direction {
-            Direction::Read => rb::truthy(rb::funcall(handle, CLOSED_P.get(), &[])?),
+            Direction::Read => rb::truthy(r.call(handle, CLOSED_P.get(), &[])?),
             Direction::Write => false,
         };
         if !closed {
-            rb::funcall(handle, CLOSE.get(), &[])?;
+            r.call(handle, CLOSE.get(), &[])?;
         }
         rb::ivar_set(self.this, IVAR_HANDLE.get(), rb::QNIL)
     }
