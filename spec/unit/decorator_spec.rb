@@ -36,11 +36,14 @@ RSpec.describe "Structs through a protocol decorator" do
         objects, read = read_with.call(wrap)
         expect(read).to eq(obj)
         expect(bare_read).to eq(obj)
-        expect(objects).to eq(bare_objects)
         # A subclass of the decorator is read through its methods (the dispatch path), which allocates more.
         subclass = Class.new(wrap.call(nil).class)
         slow_objects, = read_with.call(->(p) { decorator_name == "MultiplexedProtocol" ? subclass.new(p, "Svc") : subclass.new(p, ["m", 1, 0]) })
-        expect(slow_objects).to be > objects
+        expect(slow_objects).to be > bare_objects
+        # Seen through where the decorator passes every codec call on: on a thrift with Types::UUID, that needs its
+        # UUID forwarders (thrift 0.14's decorator has none; the contract spec gives that library Types::UUID).
+        forwards = !Thrift::Types.const_defined?(:UUID) || Thrift::ProtocolDecorator.method_defined?(:read_uuid)
+        expect(objects).to eq(forwards ? bare_objects : slow_objects)
       end
     end
   end
