@@ -38,4 +38,9 @@ RSpec.describe "Thrift::Client, differentially" do
     ivars = runs["ours-master"].to_h { |r| [r[0], r[3]] }
     expect(ivars.fetch("sequence ids: after the largest")).to include([:@seqid, "-2147483646"])
   end
+
+  it "gives the same outcomes under GC.stress" do
+    stressed = ChildRuby.marshal(script, "ours", env: { "GC_STRESS" => "1" })
+    compare(stressed, ChildRuby.marshal(script, "c"), "c")
+  end
 end

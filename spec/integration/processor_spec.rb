@@ -46,4 +46,9 @@ RSpec.describe "Thrift::Processor, differentially" do
     expect(by_name.fetch("a REPLY sent to the server")[1]).to eq([:ok, "false"])
     expect(by_name.fetch("a REPLY sent to the server")[2]).to include([:write_string, "\"Invalid message type 2 for function ping\""])
   end
+
+  it "gives the same outcomes under GC.stress" do
+    stressed = ChildRuby.marshal(script, "ours", env: { "GC_STRESS" => "1" })
+    compare(stressed, ChildRuby.marshal(script, "c"), "c")
+  end
 end

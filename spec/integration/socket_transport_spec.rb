@@ -27,14 +27,16 @@ RSpec.describe "Transports over Thrift::Socket, differentially" do
     in_ruby.each { |name| expect(by_name.fetch(name)).to include(:read), name }
   end
 
-  it "answers, raises and calls the handle as the library does (thrift 0.14)" do
+  it "answers, raises and calls the handle as the library does (the loaded thrift)" do
     runs = %w[pure c ours].to_h { |a| [a, ChildRuby.marshal(script, a)] }
     expect(runs["ours"].size).to be >= 25
     compare(runs["ours"], runs["pure"], "pure")
     compare(runs["ours"], runs["c"], "c")
     check_paths(runs["ours"], native, in_ruby)
     errors = runs["ours"].select { |o| o[1][0] == :error }
-    expect(errors.map { |o| o[1][1] }.uniq).to contain_exactly("Thrift::TransportException", "IOError")
+    # A closed socket raises IOError before master (which raises a TransportException, and has close_socket).
+    closed_stream = Thrift::Socket.private_method_defined?(:close_socket) ? [] : ["IOError"]
+    expect(errors.map { |o| o[1][1] }.uniq).to contain_exactly("Thrift::TransportException", *closed_stream)
     expect(errors.filter_map { |o| o[2]&.first }.uniq).to include("EOFError", "Errno::EPIPE", "Errno::ECONNRESET")
   end
 

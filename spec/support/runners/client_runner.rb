@@ -4,7 +4,8 @@
 # process per accelerator, the same cases, each on a fresh client whose protocols are recording doubles (every call
 # logged with its arguments, then passed to a real BinaryProtocol over a memory buffer, or answered from the case's
 # script) and whose transport double logs `flush` and `close`.
-#   ruby client_runner.rb ACCELERATOR -> Marshal [[case name, outcome, calls, client ivars after], ...]
+#   ruby client_runner.rb ACCELERATOR -> Marshal [[case name, outcome, calls, client ivars after], ...] (GC_STRESS=1:
+#   each case's calls under GC.stress)
 # outcome: [:ok, inspect of the answer] or the exception (outcome.rb); calls: the doubles' log in order.
 require_relative "../../../test_support/accelerator"
 require_relative "outcome"
@@ -177,8 +178,12 @@ out = CASES.map do |name, (setup, action)|
   setup = setup.merge(input: setup[:input]&.call || "")
   c, log = client(setup.fetch(:klass, TestClient), **setup.except(:klass))
   outcome = begin
-    Outcome.ok(action.call(c).inspect)
+    GC.stress = true if ENV["GC_STRESS"]
+    answer = action.call(c)
+    GC.stress = false
+    Outcome.ok(answer.inspect)
   rescue StandardError, NotImplementedError => e
+    GC.stress = false
     scrub(e) + [e.message.encoding.name, e.cause && [e.cause.class.name, e.cause.message]]
   end
   [name, outcome, log.map { |entry| entry.map { |part| part.is_a?(String) ? part.gsub(/0x\h+/, "0x") : part } }, ivars(c)]

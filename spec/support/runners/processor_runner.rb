@@ -4,6 +4,7 @@
 # (rpc/processor.rs): one process per accelerator, the same cases, each a message in a recording protocol double
 # (fixtures/rpc_doubles.rb) handed to a processor whose handler and logger record what they are asked.
 #   ruby processor_runner.rb ACCELERATOR -> Marshal [[case name, outcome, calls, handler calls, logged lines], ...]
+#   (GC_STRESS=1: each `process` under GC.stress)
 # outcome: [:ok, inspect of what `process` answered] or the exception; a logged line is kept to its first line (the
 # rest is the backtrace, whose frames differ between a Ruby and a native `process`) and its line count (at least 2).
 require_relative "../../../test_support/accelerator"
@@ -136,8 +137,12 @@ out = CASES.map do |name, (klass, setup)|
   logger = LoggerDouble.new
   processor = klass.new(handler, logger)
   outcome = begin
-    Outcome.ok(processor.process(prot, prot).inspect)
+    GC.stress = true if ENV["GC_STRESS"]
+    answer = processor.process(prot, prot)
+    GC.stress = false
+    Outcome.ok(answer.inspect)
   rescue StandardError, NotImplementedError => e
+    GC.stress = false
     Outcome.failed(e, Outcome.first_line(e).gsub(/0x\h+/, "0x")) + [e.cause && [e.cause.class.name, e.cause.message]]
   end
   own = processor.instance_variables.sort.reject { |i| %i[@handler @logger].include?(i) }
