@@ -6,6 +6,9 @@
 # (sequence ids, pending sequence ids), and every call on the recording protocol and transport doubles, in order.
 # Against pure Ruby the struct-level calls are left out (its structs write through BaseProtocol#write_field).
 RSpec.describe "Thrift::Client, differentially" do
+  # Pure Ruby too, where the loaded thrift's pure-Ruby structs work on this Ruby (before thrift 0.20 or so they test
+  # `is_a? Fixnum`, which Ruby 3.2 removed).
+  let(:references) { Accelerator.pure_structs_work? ? %w[pure c ours] : %w[c ours] }
   script = File.expand_path("../support/runners/client_runner.rb", __dir__)
   message_level = %i[write_message_begin write_message_end read_message_begin read_message_end trans flush close]
 
@@ -20,15 +23,15 @@ RSpec.describe "Thrift::Client, differentially" do
   def check(runs, ours, c, pure, message_level)
     expect(runs[ours].size).to be >= 30
     compare(runs[ours], runs[c], c)
-    compare(runs[ours], runs[pure], pure) { |entry| message_level.include?(entry.first) }
+    compare(runs[ours], runs[pure], pure) { |entry| message_level.include?(entry.first) } if pure
     outcomes = runs[ours].map { |r| r[1] }
     expect(outcomes.count { |o| o[0] == :ok }).to be > 10
     expect(outcomes.map { |o| o[1] }.uniq).to include("IOError", "NoMethodError", "Thrift::ApplicationException")
   end
 
   it "calls, answers and raises as the library's client (the loaded thrift)" do
-    runs = %w[pure c ours].to_h { |a| [a, ChildRuby.marshal(script, a)] }
-    check(runs, "ours", "c", "pure", message_level)
+    runs = references.to_h { |a| [a, ChildRuby.marshal(script, a)] }
+    check(runs, "ours", "c", runs.key?("pure") && "pure", message_level)
   end
 
   it "calls, answers and raises as thrift master's client (THRIFT_MASTER_RB)" do

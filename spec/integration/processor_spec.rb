@@ -7,6 +7,9 @@
 # Ruby the struct-level calls are left out (its structs go through BaseProtocol's helpers), and so is the case whose
 # logged line is a struct decoder's message.
 RSpec.describe "Thrift::Processor, differentially" do
+  # Pure Ruby too, where the loaded thrift's pure-Ruby structs work on this Ruby (before thrift 0.20 or so they test
+  # `is_a? Fixnum`, which Ruby 3.2 removed).
+  let(:references) { Accelerator.pure_structs_work? ? %w[pure c ours] : %w[c ours] }
   script = File.expand_path("../support/runners/processor_runner.rb", __dir__)
   message_level = %i[write_message_begin write_message_end read_message_begin read_message_end trans flush skip]
   codec_dependent = ["a damaged argument struct"]
@@ -24,7 +27,7 @@ RSpec.describe "Thrift::Processor, differentially" do
   def check(runs, (pure, c, ours), message_level, codec_dependent)
     expect(runs[ours].size).to be >= 19
     compare(runs[ours], runs[c], c)
-    compare(runs[ours], runs[pure], pure, only: message_level, except: codec_dependent)
+    compare(runs[ours], runs[pure], pure, only: message_level, except: codec_dependent) if runs.key?(pure)
     by_name = runs[ours].to_h { |r| [r[0], r] }
     expect(by_name.fetch("a handler that raises")[4]).to eq([[:debug, "Internal error : boom", true]])
     by_name
@@ -32,7 +35,7 @@ RSpec.describe "Thrift::Processor, differentially" do
 
   it "processes, answers, logs and raises as the library's processor (the loaded thrift)" do
     trio = %w[pure c ours]
-    runs = trio.to_h { |a| [a, ChildRuby.marshal(script, a)] }
+    runs = references.to_h { |a| [a, ChildRuby.marshal(script, a)] }
     by_name = check(runs, trio, message_level, codec_dependent)
     expect(by_name.fetch("an unknown method")[2]).to include([:write_string, "\"Unknown function nope\""])
   end

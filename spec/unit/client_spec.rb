@@ -9,6 +9,8 @@ CodecTypes.load!
 RSpec.describe "Thrift::Client" do
   let(:client_class) { Class.new { include Thrift::Client } }
   master = Thrift::Client.private_method_defined?(:write_message)
+  # 0.19 and master read the message begin in receive_message_begin (the generated code calls it first).
+  begin_first = Thrift::Client.method_defined?(:receive_message_begin)
 
   it "sends a call allocating only the arguments struct, the caller's Hash and what the setters make" do
     trans = Thrift::MemoryBufferTransport.new
@@ -33,15 +35,15 @@ RSpec.describe "Thrift::Client" do
     client = client_class.new(Thrift::BinaryProtocolAccelerated.new(out))
     received = nil
     objects = allocations do
-      if master
-        client.instance_variable_get(:@pending_seqids).push(0, 1)
+      if begin_first
+        client.instance_variable_get(:@pending_seqids)&.push(0, 1)
         fname, mtype, rseqid = client.receive_message_begin
-        client.validate_message_begin(fname, mtype, rseqid, "ping")
+        client.validate_message_begin(fname, mtype, rseqid, "ping") if master
       end
       received = client.receive_message(CodecTest::Leaf)
     end
     expect(received).to eq(CodecTest::Leaf.new(id: 7, label: "seven"))
-    # The Leaf and its String, read_message_begin's name and Array (master: receive_message_begin's Array too).
-    expect(objects).to eq(master ? 5 : 4)
+    # The Leaf and its String, read_message_begin's name and Array (0.19, master: receive_message_begin's Array too).
+    expect(objects).to eq(begin_first ? 5 : 4)
   end
 end
