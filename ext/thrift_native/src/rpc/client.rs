@@ -9,11 +9,11 @@
 //! `handle_exception`), 0.19 (`receive_message_begin` and `reply_seqid` beside it), master (private
 //! `write_message` with sequence ids in `@pending_seqids`, the close after a failed send, `validate_message_begin`).
 //!
-//! The arguments' setters: `"#{k}="` is looked up as an existing method name (`rb_check_id_cstr`, what `send` with a
-//! String does) for a Symbol or String key, and called directly when `data.send` is Kernel's; any other key, a name no
-//! method has, or an `args` that is not a plain Hash of at most 16 pairs gets the library's own method. The pairs are
-//! taken before the first setter runs (a setter that changes the caller's `args` Hash meanwhile would see the rest of
-//! the walk differ).
+//! The arguments: an exact Hash whose `each` is Hash's is walked live (`rb_hash_foreach`, as `each` walks it: a
+//! setter that adds a key raises as in Ruby); anything else gets the library's own method. Each setter `"#{k}="` is
+//! looked up as an existing method name (`rb_check_id_cstr`, what `send` with a String does) for a Symbol or String
+//! key whose `to_s` is its class's, and called directly when `data.send` is Kernel's; any other key, or a name no
+//! method has, goes through `send` with the String the library makes.
 
 use std::sync::atomic::{AtomicI64, AtomicU8, AtomicUsize, Ordering};
 
@@ -370,10 +370,7 @@ fn raise_application_exception(this: VALUE) -> Error {
         Ok(x)
     };
     match read() {
-        // SAFETY: `x` is the ApplicationException just made, an Exception.
-        Ok(x) => Error::from(
-            magnus::Exception::from_value(unsafe { rb::value(x) }).expect("an exception"),
-        ),
+        Ok(x) => rb::raise_value(x),
         Err(e) => e,
     }
 }
@@ -400,10 +397,7 @@ fn application_error(code: &AtomicI64, expected_name: VALUE, what: &str) -> Erro
         rb::funcall(class, NEW.get(), &[k(code), message])
     };
     match make() {
-        // SAFETY: an ApplicationException just made.
-        Ok(x) => Error::from(
-            magnus::Exception::from_value(unsafe { rb::value(x) }).expect("an exception"),
-        ),
+        Ok(x) => rb::raise_value(x),
         Err(e) => e,
     }
 }

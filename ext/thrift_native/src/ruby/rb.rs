@@ -124,6 +124,22 @@ pub fn rescuing<T>(
     result
 }
 
+/// `raise x`, as Ruby raises it: an exception object is raised itself; anything else as Kernel#raise answers it
+/// (its `exception`, or a TypeError).
+pub fn raise_value(x: VALUE) -> Error {
+    if let Some(exception) = magnus::Exception::from_value(
+        // SAFETY: `x` is a live VALUE on the caller's stack.
+        unsafe { value(x) },
+    ) {
+        return Error::from(exception);
+    }
+    let kernel = crate::thrift::thrift().kernel;
+    match funcall(kernel, crate::ruby::names::RAISE.get(), &[x]) {
+        Err(e) => e,
+        Ok(_) => unreachable!("Kernel.raise returned"),
+    }
+}
+
 /// `::Symbol`.
 #[inline(always)]
 pub fn symbol_class() -> VALUE {

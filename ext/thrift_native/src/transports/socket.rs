@@ -70,7 +70,7 @@ impl PlainSocket {
             return None;
         }
         let handle = rb::ivar_get(trans, IVAR_HANDLE.get());
-        // A nil handle (not open) is served too: `read`/`write` then call the Ruby method, which raises.
+        // A nil handle (not open) is served too: `read`/`write` then raise the version's closed-stream error.
         if !rb::is_nil(handle) && !io_methods(handle) {
             return None;
         }
@@ -113,9 +113,7 @@ impl PlainSocket {
                 crate::ruby::names::NEW.get(),
                 &[code, message],
             )?;
-            // SAFETY: a TransportException just made.
-            let exception = magnus::Exception::from_value(unsafe { rb::value(exception) });
-            return Err(Error::from(exception.expect("an exception")));
+            return Err(rb::raise_value(exception));
         }
         Ok(data)
     }
