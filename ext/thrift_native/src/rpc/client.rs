@@ -163,7 +163,7 @@ fn send_message_args_v014(this: VALUE, args_class: VALUE, args: VALUE) -> Result
     let data = make_args(args_class, args)?;
     if let Err(e) = rb::funcall(data, WRITE.get(), &[ivar(this, &IVAR_OPROT)]) {
         if let Some(exception) = standard_error(&e) {
-            rb::rescuing(exception, |r| {
+            crate::ruby::rescue::rescuing(exception, |r| {
                 let trans = r.call(ivar(this, &IVAR_OPROT), TRANS.get(), &[])?;
                 r.call(trans, CLOSE.get(), &[])
             })?;
@@ -203,7 +203,7 @@ fn write_message_master(this: VALUE, args: &[VALUE; 4]) -> Result<VALUE, Error> 
         Err(e) => match standard_error(&e) {
             // `begin @oprot.trans.close rescue StandardError end`: the send's error is the one raised.
             Some(exception) => {
-                let closed = rb::rescuing(exception, |r| {
+                let closed = crate::ruby::rescue::rescuing(exception, |r| {
                     let trans = r.call(ivar(this, &IVAR_OPROT), TRANS.get(), &[])?;
                     r.call(trans, CLOSE.get(), &[])
                 });
@@ -370,7 +370,7 @@ fn raise_application_exception(this: VALUE) -> Error {
         Ok(x)
     };
     match read() {
-        Ok(x) => rb::raise_value(x),
+        Ok(x) => crate::ruby::rescue::raise_value(x),
         Err(e) => e,
     }
 }
@@ -397,7 +397,7 @@ fn application_error(code: &AtomicI64, expected_name: VALUE, what: &str) -> Erro
         rb::funcall(class, NEW.get(), &[k(code), message])
     };
     match make() {
-        Ok(x) => rb::raise_value(x),
+        Ok(x) => crate::ruby::rescue::raise_value(x),
         Err(e) => e,
     }
 }

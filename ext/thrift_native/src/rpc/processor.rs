@@ -163,7 +163,7 @@ fn internal_error(
     name: VALUE,
     seqid: VALUE,
 ) -> Result<(), Error> {
-    rb::rescuing(e, |r| {
+    crate::ruby::rescue::rescuing(e, |r| {
         let class = APPLICATION_EXCEPTION.load(Ordering::Relaxed) as VALUE;
         let code = k(&INTERNAL_ERROR);
         let x = r.call(

@@ -1,7 +1,8 @@
 //! The C-API plumbing every other layer stands on: calls into libruby (`rb`), the ivar slots that know Ruby's object
 //! layout per version (`ivars`), the fast paths' guard against changed Ruby methods (`guard`), interned method and
-//! ivar names (`names`), native methods recorded for `ThriftNative.active?` (`registry`) and running without the GVL
-//! (`nogvl`). Nothing here reads the thrift library (`names` only spells its ivars and methods).
+//! ivar names (`names`), native methods recorded for `ThriftNative.active?` (`registry`), running without the GVL
+//! (`nogvl`), and raising and rescuing as Ruby code does (`rescue`). Nothing here reads the thrift library (`names`
+//! only spells its ivars and methods).
 
 pub mod guard;
 pub mod ivars;
@@ -9,3 +10,4 @@ pub mod names;
 pub mod nogvl;
 pub mod rb;
 pub mod registry;
+pub mod rescue;

@@ -113,7 +113,7 @@ impl PlainSocket {
                 crate::ruby::names::NEW.get(),
                 &[code, message],
             )?;
-            return Err(rb::raise_value(exception));
+            return Err(crate::ruby::rescue::raise_value(exception));
         }
         Ok(data)
     }
@@ -167,8 +167,9 @@ impl PlainSocket {
         if e.is_kind_of(transport_exception()) {
             if master {
                 use magnus::rb_sys::AsRawValue;
-                let closed =
-                    rb::rescuing(exception.as_raw(), |r| r.call(self.this, CLOSE.get(), &[]));
+                let closed = crate::ruby::rescue::rescuing(exception.as_raw(), |r| {
+                    r.call(self.this, CLOSE.get(), &[])
+                });
                 if let Err(close_error) = closed {
                     return close_error;
                 }
@@ -181,7 +182,7 @@ impl PlainSocket {
         use magnus::rb_sys::AsRawValue;
         let exception = exception.as_raw();
         // The rescue clause's body, with `$!` set: an error raised in it has the IO error as its cause.
-        let raised = rb::rescuing(exception, |r| {
+        let raised = crate::ruby::rescue::rescuing(exception, |r| {
             self.clean_up(r, master, direction)?;
             let message = r.call(exception, MESSAGE.get(), &[])?;
             Ok(raise_not_open(message, exception))
@@ -192,7 +193,12 @@ impl PlainSocket {
     }
 
     /// master: `close`. 0.14-0.19: `@handle.close` (`unless @handle.closed?` on a read), `@handle = nil`.
-    fn clean_up(self, r: &rb::Rescue, master: bool, direction: Direction) -> Result<(), Error> {
+    fn clean_up(
+        self,
+        r: &crate::ruby::rescue::Rescue,
+        master: bool,
+        direction: Direction,
+    ) -> Result<(), Error> {
         if master {
             return r.call(self.this, CLOSE.get(), &[]).map(|_| ());
         }
