@@ -118,6 +118,14 @@ add.call("framed: two frames, read in pieces", FRAMED.call) do |t, peer|
   peer.write(frame("hello, world") + frame("x" * 300))
   [t.read(5), t.read(100), t.read_byte, t.read_all(250), t.read(100)]
 end
+add.call("framed: frames after a large one, a frozen @rbuf, slices kept", FRAMED.call) do |t, peer|
+  peer.write(frame("L" * 70_000) + frame("a" * 50) + frame("b" * 40) + frame("c" * 30) + frame("d" * 20))
+  large = t.read(70_000)
+  kept = t.read(30) # a slice of the frame's String, taken before the next frame is read
+  rest = t.read(100)
+  t.instance_variable_get(:@rbuf).freeze
+  [large.bytesize, kept, rest, t.read(40), t.read(30), t.read_byte, t.read_all(19), kept]
+end
 add.call("framed: UNIXSocket transport", FRAMED.call(Thrift::UNIXSocket)) do |t, peer|
   peer.write(frame("abc"))
   [t.read(3)]
@@ -228,6 +236,13 @@ end
 add.call("buffered: reads", BUFFERED.call) do |t, peer|
   peer.write("0123456789" * 500)
   [t.read(3), t.read_byte, t.read_all(4000), t.read(2000).bytesize]
+end
+add.call("buffered: slices kept across refills, a frozen @rbuf", BUFFERED.call) do |t, peer|
+  peer.write(("0123456789" * 2000).b)
+  first = t.read(4096) # the whole first refill, which the next refill replaces
+  second = t.read(10)
+  t.instance_variable_get(:@rbuf).freeze
+  [first.bytesize, first[0, 12], second, t.read(5000).bytesize, t.read(4000).bytesize, t.read_byte, first[-3..]]
 end
 add.call("buffered: write and flush", BUFFERED.call) do |t, peer|
   t.write("abc")

@@ -405,6 +405,31 @@ pub unsafe fn str_len(s: VALUE) -> usize {
     get_default().rstring_len(s) as usize
 }
 
+/// True for a String that `IO#readpartial(n, s)` may fill without raising (not frozen, not locked by a read or write
+/// in progress, which sets `STR_TMPLOCK`, `FL_USER7` on every Ruby of the matrix) and whose buffer holds at most
+/// `max_capacity` bytes, so that reusing it keeps no large buffer alive.
+#[inline(always)]
+pub fn is_refillable_string(s: VALUE, max_capacity: usize) -> bool {
+    if !is_string(s) || is_frozen(s) {
+        return false;
+    }
+    // SAFETY: `s` is a String (a heap object): its RBasic flags are readable; rb_str_capacity only reads it.
+    unsafe {
+        let flags = (*(s as *const rb_sys::RBasic)).flags;
+        flags & rb_sys::ruby_fl_type::RUBY_FL_USER7 as VALUE == 0
+            && rb_sys::rb_str_capacity(s) <= max_capacity as _
+    }
+}
+
+/// Empties a String readpartial may fill (see [`is_refillable_string`]); any other object is left as it is.
+pub fn empty_refillable_string(s: VALUE) {
+    if is_refillable_string(s, usize::MAX) {
+        // SAFETY: an unfrozen, unlocked String: rb_str_set_len's only checks (frozen, locked) pass, so it cannot
+        // raise; 0 is within every capacity.
+        unsafe { rb_sys::rb_str_set_len(s, 0) };
+    }
+}
+
 /// A new ASCII-8BIT String holding a copy of `bytes`.
 #[inline(always)]
 pub fn binary_string(bytes: &[u8]) -> VALUE {

@@ -93,10 +93,27 @@ impl PlainSocket {
     /// `Socket#read(sz)`, untimed: `@handle.readpartial(sz)`, an error raised as the version raises it, and the
     /// "Could not read" TransportException for an empty answer.
     pub fn read(self, sz: usize) -> Result<VALUE, Error> {
+        self.readpartial(sz, None)
+    }
+
+    /// `Socket#read(sz)` answered in `buf`, a String the caller owns and reuses (see [`rb::is_refillable_string`]):
+    /// `@handle.readpartial(sz, buf)`, which leaves in `buf` the bytes `readpartial(sz)` would have answered (IO's
+    /// own method: `io_methods`), and answers `buf`. No String per read.
+    pub fn read_into(self, sz: usize, buf: VALUE) -> Result<VALUE, Error> {
+        self.readpartial(sz, Some(buf))
+    }
+
+    fn readpartial(self, sz: usize, buf: Option<VALUE>) -> Result<VALUE, Error> {
         let Some(handle) = self.open_handle()? else {
             return Err(closed_stream());
         };
-        let data = rb::funcall(handle, READPARTIAL.get(), &[rb::integer(sz as i64)])
+        let with_buf = [rb::integer(sz as i64), buf.unwrap_or(rb::QNIL)];
+        let args = if buf.is_some() {
+            &with_buf[..]
+        } else {
+            &with_buf[..1]
+        };
+        let data = rb::funcall(handle, READPARTIAL.get(), args)
             .map_err(|e| self.failed(e, Direction::Read))?;
         if rb::is_nil(data) || length(data)? == 0 {
             // "Socket: Could not read #{sz} bytes from #{@desc}"
@@ -122,7 +139,12 @@ impl PlainSocket {
     /// appended, until `size` bytes are there. Each `read` is this file's while the socket is still plain (a
     /// `readpartial` lets other threads run, which may change it), else the socket's own method.
     pub fn read_all(self, size: usize) -> Result<VALUE, Error> {
-        let buf = self.read(size)?;
+        self.read_all_into(size, None)
+    }
+
+    /// `read_all(size)` whose first read fills `first` (see [`Self::read_into`]); the answer is then `first`.
+    pub fn read_all_into(self, size: usize, first: Option<VALUE>) -> Result<VALUE, Error> {
+        let buf = self.readpartial(size, first)?;
         loop {
             let got = if bytes::is_binary_string(buf) {
                 // SAFETY: `buf` is a String held on this stack.

@@ -31,7 +31,9 @@ fn fill(ruby: &Ruby, c: &'static Class, this: VALUE, want: usize) -> Result<(), 
         None => {
             let want = want.min(MAX_CHUNK.max(thrift().buffered_default));
             match PlainSocket::of(inner) {
-                Some(socket) if want > 0 => socket.read(want)?,
+                Some(socket) if want > 0 => {
+                    super::socket_refill(socket, want, super::spent_rbuf(c, this), false)?
+                }
                 _ => rb::funcall(inner, READ_NAME.get(), &[rb::integer(want as i64)])?,
             }
         }

@@ -20,7 +20,8 @@ fn framed() -> &'static Class {
     &super::FRAMED
 }
 
-/// `read_frame`: the size, `@index = 0`, then `@rbuf` = the frame (a new String).
+/// `read_frame`: the size, `@index = 0`, then `@rbuf` = the frame (a new String; from a plain socket, the spent
+/// `@rbuf` refilled where it may be, see `spent_rbuf`).
 pub(super) fn read_frame(ruby: &Ruby, c: &'static Class, this: VALUE) -> Result<(), Error> {
     let inner = c.inner(this);
     if let Some(mut mb) = MemoryBuffer::plain(inner) {
@@ -33,7 +34,7 @@ pub(super) fn read_frame(ruby: &Ruby, c: &'static Class, this: VALUE) -> Result<
     }
     let size = match PlainSocket::of(inner) {
         Some(socket) => {
-            let header = socket.read_all(4)?;
+            let header = super::socket_refill(socket, 4, super::spent_rbuf(c, this), true)?;
             // SAFETY: `header` is a String of at least 4 bytes (read_all's loop), copied out at once.
             let b = unsafe { rb::str_bytes(header) };
             rb::integer(i64::from(u32::from_be_bytes([b[0], b[1], b[2], b[3]])))
@@ -44,7 +45,16 @@ pub(super) fn read_frame(ruby: &Ruby, c: &'static Class, this: VALUE) -> Result<
         }
     };
     c.store_index(this, 0);
-    let frame = inner_read_all(ruby, inner, size)?;
+    let in_one_chunk = rb::fixnum_value(size)
+        .and_then(|n| usize::try_from(n).ok())
+        .filter(|n| (1..=super::MAX_CHUNK).contains(n));
+    let frame = match (in_one_chunk, PlainSocket::of(inner)) {
+        // The frame read into the spent `@rbuf` (the header's bytes were copied out of it).
+        (Some(n), Some(socket)) => {
+            super::socket_refill(socket, n, super::spent_rbuf(c, this), true)?
+        }
+        _ => inner_read_all(ruby, inner, size)?,
+    };
     c.set_rbuf(this, frame)
 }
 
@@ -183,7 +193,14 @@ fn flush(_ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
             let mut frame = Vec::with_capacity(4 + payload.len());
             frame.extend_from_slice(&size);
             frame.extend_from_slice(payload);
-            write_beneath(inner, rb::binary_string(&frame))?;
+            let frame = rb::binary_string(&frame);
+            if PlainSocket::of(inner).is_some() {
+                // IO#write copies a String that is not frozen into a frozen one first (before Ruby 3.4, a frozen
+                // one it writes as it is); IO's own write keeps nothing of it, and nothing else sees it.
+                // SAFETY: a new String on this stack; freezing only sets its flag.
+                unsafe { rb_sys::rb_obj_freeze(frame) };
+            }
+            write_beneath(inner, frame)?;
         }
     }
     flush_beneath(inner)?;

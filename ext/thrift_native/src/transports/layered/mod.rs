@@ -276,6 +276,40 @@ pub fn write_buffer(trans: VALUE) -> Option<VALUE> {
 /// frame size allocates nothing ahead of the bytes received.
 const MAX_CHUNK: usize = 1 << 20;
 
+/// The largest spent `@rbuf` a socket refill reads into again (see [`spent_rbuf`]).
+const REFILL_IN_PLACE_CAPACITY: usize = 64 << 10;
+
+/// The `@rbuf` a refill from a plain socket is about to replace, when the socket's bytes may be read into it instead
+/// of into a new String (the library's `@rbuf = @transport.read...`): a BINARY String (readpartial keeps its
+/// encoding, so it stays what a new one would be) that readpartial may fill and whose buffer is small. Its bytes
+/// are spent (a refill only happens once they are read); slices taken from it earlier are Strings of their own,
+/// which Ruby copies out before the buffer is written (`rb_str_modify`). What the buffer fast paths hold of it
+/// (`HeldBytes`) they read again after the refill, as after any Ruby call.
+fn spent_rbuf(c: &'static Class, this: VALUE) -> Option<VALUE> {
+    let rbuf = c.rbuf.get(this);
+    (is_byte_buffer(rbuf) && rb::is_refillable_string(rbuf, REFILL_IN_PLACE_CAPACITY))
+        .then_some(rbuf)
+}
+
+/// `socket.read_all(size)` (`all`) or `socket.read(size)`, into the spent `@rbuf` when there is one. A failure
+/// leaves that String empty, so that no byte of the failed refill reads as data and the next read refills again
+/// (the library's `@rbuf` would still hold the spent bytes, which a FramedTransport, its `@index` already 0 after
+/// the header, serves again: stale bytes, not a frame).
+fn socket_refill(
+    socket: PlainSocket,
+    size: usize,
+    spent: Option<VALUE>,
+    all: bool,
+) -> Result<VALUE, Error> {
+    let read = match (spent, all) {
+        (None, true) => return socket.read_all(size),
+        (None, false) => return socket.read(size),
+        (Some(_), true) => socket.read_all_into(size, spent),
+        (Some(spent), false) => socket.read_into(size, spent),
+    };
+    read.inspect_err(|_| spent.into_iter().for_each(rb::empty_refillable_string))
+}
+
 /// `inner.read_all(size)`: natively from a plain MemoryBufferTransport, else through its method (or, for a plain
 /// Thrift::Socket, what its method does), in chunks of at most 1 MiB (appended into one String) when `size` is larger.
 pub(super) fn inner_read_all(ruby: &Ruby, inner: VALUE, size: VALUE) -> Result<VALUE, Error> {

@@ -1,0 +1,72 @@
+# frozen_string_literal: true
+
+require "socket"
+
+# FramedTransport and BufferedTransport refilling from a plain Thrift::Socket read the socket into their spent `@rbuf`
+# (transports/layered/mod.rs, spent_rbuf): no String per frame or refill. What they answer and call is compared with
+# the library's in spec/integration/socket_transport_spec.rb; here, the allocations, and what a failed frame leaves.
+RSpec.describe "Refills from a Thrift::Socket" do
+  def frame(bytes) = [bytes.bytesize].pack("N") + bytes.b
+
+  def socket_pair
+    ours, peer = UNIXSocket.pair
+    socket = Thrift::Socket.new
+    socket.handle = ours
+    [socket, peer]
+  end
+
+  after { [@socket&.handle, @peer].compact.each { |io| io.close unless io.closed? } }
+
+  it "reads a new frame into the spent @rbuf: nothing allocated per frame" do
+    @socket, @peer = socket_pair
+    trans = Thrift::FramedTransport.new(@socket)
+    @peer.write(frame("x" * 200) * 20)
+    trans.read(200)
+    # Two frames per measurement (allocations runs its block twice); each read_all is served by the frame it reads.
+    objects = allocations { 200.times { trans.read_byte } }
+    expect(objects).to eq(0)
+    # A short slice of a frame is a String of its own (the library's `@rbuf.slice`).
+    expect(allocations { trans.read(10) }).to eq(1)
+  end
+
+  it "keeps a spent @rbuf that is frozen or large, and reads into a new String then" do
+    @socket, @peer = socket_pair
+    trans = Thrift::FramedTransport.new(@socket)
+    @peer.write(frame("a" * 100_000) + frame("b" * 10) + frame("c" * 10))
+    large = trans.read(100_000)
+    expect(large).to eq("a" * 100_000)
+    spent = trans.instance_variable_get(:@rbuf)
+    expect(trans.read(10)).to eq("b" * 10)
+    expect(trans.instance_variable_get(:@rbuf)).not_to equal(spent)
+    frozen = trans.instance_variable_get(:@rbuf).freeze
+    expect(trans.read(10)).to eq("c" * 10)
+    expect(trans.instance_variable_get(:@rbuf)).not_to equal(frozen)
+    expect(frozen).to eq("b" * 10)
+  end
+
+  it "refills a BufferedTransport into its spent @rbuf: nothing allocated per refill" do
+    @socket, @peer = socket_pair
+    trans = Thrift::BufferedTransport.new(@socket)
+    @peer.write("0123456789".b * 10_000)
+    trans.read_byte
+    objects = allocations { 5000.times { trans.read_byte } } # crosses two refills of 4096 bytes
+    expect(objects).to eq(0)
+    expect(trans.read(10).encoding).to eq(Encoding::BINARY)
+  end
+
+  # The one difference from the library (README, "Deliberate differences"): its @rbuf still holds the previous
+  # frame, with @index 0 already, so a read after the failure answers those stale bytes; ours holds nothing, and the
+  # next read asks the (now closed) socket for a frame.
+  it "leaves no stale frame behind after a frame that failed half-way" do
+    @socket, @peer = socket_pair
+    trans = Thrift::FramedTransport.new(@socket)
+    @peer.write(frame("first-frame") + frame("q" * 100)[0, 40])
+    @peer.close
+    expect(trans.read(11)).to eq("first-frame")
+    expect { trans.read(1) }.to raise_error(Thrift::TransportException, "end of file reached")
+    expect(trans.instance_variable_get(:@rbuf)).to eq("")
+    expect(trans.instance_variable_get(:@index)).to eq(0)
+    closed = Thrift::Socket.private_method_defined?(:close_socket) ? Thrift::TransportException : IOError
+    expect { trans.read(5) }.to raise_error(closed, "closed stream")
+  end
+end
