@@ -3,7 +3,8 @@
 # Thrift::Client's methods (native in rpc/client.rs) against the library's own, run by pure Ruby and by the C
 # accelerator (which leaves the client to the library), each in its own process over the same cases
 # (spec/support/runners/client_runner.rb): answers, exceptions and messages, the client's ivars afterwards
-# (sequence ids, pending sequence ids), and every call on the recording protocol and transport doubles, in order.
+# (sequence ids, pending sequence ids), and every call on the recording protocol and transport doubles, in order;
+# then calls on real protocols (binary and compact, a memory buffer or frames), whose replies ours reads natively.
 # Against pure Ruby the struct-level calls are left out (its structs write through BaseProtocol#write_field).
 RSpec.describe "Thrift::Client, differentially" do
   # Pure Ruby too, where the loaded thrift's pure-Ruby structs work on this Ruby (before thrift 0.20 or so they test
@@ -23,7 +24,11 @@ RSpec.describe "Thrift::Client, differentially" do
   def check(runs, ours, c, pure, message_level)
     expect(runs[ours].size).to be >= 30
     compare(runs[ours], runs[c], c)
-    compare(runs[ours], runs[pure], pure) { |entry| message_level.include?(entry.first) } if pure
+    if pure
+      # Cases on real protocols whose errors are the C accelerator's own (the runner marks them) are not pure Ruby's.
+      ours_runs, pure_runs = [runs[ours], runs[pure]].map { |r| r.reject { |name, *| name.end_with?("(C's errors)") } }
+      compare(ours_runs, pure_runs, pure) { |entry| message_level.include?(entry.first) }
+    end
     outcomes = runs[ours].map { |r| r[1] }
     expect(outcomes.count { |o| o[0] == :ok }).to be > 10
     expect(outcomes.map { |o| o[1] }.uniq).to include("IOError", "NoMethodError", "Thrift::ApplicationException")

@@ -128,6 +128,79 @@ CASES = {
   "a damaged argument struct" => [TestProcessor, { script: begin_answer("ping", T::CALL, 22), input: "\x08\x00" }],
 }.freeze
 
+# Cases on real protocols, no doubles: a message in a memory buffer (or in frames) read by the protocol the
+# accelerator gives (ours reads the header natively, the name kept as bytes), the reply written by the same protocol
+# class into a memory buffer; the log holds the reply's bytes. "(C's errors)": errors the C accelerator raises
+# otherwise than pure Ruby, compared with C alone.
+def protocol_class(kind) = kind == :compact ? Thrift::CompactProtocol : Accelerator.protocol_class("binary")
+
+# A CALL's bytes; `strict: false`, a binary header of the old style (the name's length, the name, the type, the seqid),
+# made by hand so that a name of any bytes can be sent.
+def request(kind, name, type, seqid, strict: true)
+  out = Thrift::MemoryBufferTransport.new
+  prot = protocol_class(kind).new(out)
+  if strict
+    prot.write_message_begin(name, type, seqid)
+  else
+    out.write([name.bytesize].pack("N") + name.b + [type].pack("C") + [seqid].pack("N"))
+  end
+  Args.new(n: 3).write(prot)
+  prot.write_message_end
+  out.read(out.available)
+end
+
+def in_frames(bytes, *cuts)
+  [0, *cuts, bytes.bytesize].each_cons(2).map { |a, b| [b - a].pack("N") + bytes.byteslice(a, b - a) }.join
+end
+
+def serve(kind, bytes, frames: false, strict: true, spy: false)
+  trans = Thrift::MemoryBufferTransport.new(bytes)
+  trans = Thrift::FramedTransport.new(trans) if frames
+  iprot = strict ? protocol_class(kind).new(trans) : protocol_class(kind).new(trans, false, true)
+  calls = []
+  iprot.define_singleton_method(:read_message_begin) { (calls << :read_message_begin) && super() } if spy
+  reply = Thrift::MemoryBufferTransport.new
+  [iprot, protocol_class(kind).new(reply), -> { [[:reply, reply.read(reply.available).inspect], *calls.map { [_1] }] }]
+end
+
+REAL_CASES = %i[binary compact].flat_map do |kind|
+  [
+    ["#{kind}: a call", -> { serve(kind, request(kind, "ping", T::CALL, 31)) }],
+    ["#{kind}: an unknown method", -> { serve(kind, request(kind, "nope", T::CALL, 32)) }],
+    ["#{kind}: an unknown method of a long name", -> { serve(kind, request(kind, "n" * 300, T::CALL, 33)) }],
+    ["#{kind}: a handler that raises", -> { serve(kind, request(kind, "boom", T::CALL, 34)) }],
+    ["#{kind}: a REPLY sent to the server", -> { serve(kind, request(kind, "ping", T::REPLY, 35)) }],
+    ["#{kind}: a call in frames, the name across two", -> { serve(kind, in_frames(request(kind, "ping", T::CALL, 36), 7), frames: true) }],
+    ["#{kind}: a singleton read_message_begin", -> { serve(kind, request(kind, "ping", T::CALL, 37), spy: true) }],
+    ["#{kind}: the header cut in the name (C's errors)", -> { serve(kind, request(kind, "ping", T::CALL, 38).byteslice(0, 7)) }],
+  ]
+end
+REAL_CASES.push(
+  ["binary: an old-style header", -> { serve(:binary, request(:binary, "ping", T::CALL, 39, strict: false), strict: false) }],
+  ["binary: an old-style header, a binary unknown name", lambda {
+    serve(:binary, request(:binary, "caf\xC3".b, T::CALL, 40, strict: false), strict: false)
+  }],
+)
+
+# What `processor.process(iprot, oprot)` answers or raises (under GC.stress with GC_STRESS=1).
+def process_outcome(processor, iprot, oprot)
+  GC.stress = true if ENV["GC_STRESS"]
+  answer = processor.process(iprot, oprot)
+  GC.stress = false
+  Outcome.ok(answer.inspect)
+rescue StandardError, NotImplementedError => e
+  GC.stress = false
+  Outcome.failed(e, Outcome.first_line(e).gsub(/0x\h+/, "0x")) + [e.cause && [e.cause.class.name, e.cause.message]]
+end
+
+real = REAL_CASES.map do |name, setup|
+  iprot, oprot, log = setup.call
+  handler = Handler.new
+  logger = LoggerDouble.new
+  outcome = process_outcome(TestProcessor.new(handler, logger), iprot, oprot)
+  [name, outcome, log.call, handler.calls, logger.lines, []]
+end
+
 out = CASES.map do |name, (klass, setup)|
   log = []
   double = TransportDouble.new(setup.fetch(:input).b)
@@ -136,18 +209,10 @@ out = CASES.map do |name, (klass, setup)|
   handler = Handler.new
   logger = LoggerDouble.new
   processor = klass.new(handler, logger)
-  outcome = begin
-    GC.stress = true if ENV["GC_STRESS"]
-    answer = processor.process(prot, prot)
-    GC.stress = false
-    Outcome.ok(answer.inspect)
-  rescue StandardError, NotImplementedError => e
-    GC.stress = false
-    Outcome.failed(e, Outcome.first_line(e).gsub(/0x\h+/, "0x")) + [e.cause && [e.cause.class.name, e.cause.message]]
-  end
+  outcome = process_outcome(processor, prot, prot)
   own = processor.instance_variables.sort.reject { |i| %i[@handler @logger].include?(i) }
   state = own.map { |i| [i, processor.instance_variable_get(i).inspect] }
   log = log.map { |entry| entry.map { |part| part.is_a?(String) ? part.gsub(/0x\h+/, "0x") : part } }
   [name, outcome, log, handler.calls, logger.lines, state]
 end
-$stdout.write Marshal.dump(out)
+$stdout.write Marshal.dump(out + real)

@@ -7,6 +7,7 @@ use magnus::{Error, RClass, Ruby, TryConvert, Value};
 use rb_sys::VALUE;
 use thrift_native_core::binary;
 
+use crate::protocols::message_name::{read_name, NameRead};
 use crate::protocols::shared::{
     binary_byte, binary_i16, binary_i32, binary_i64, binary_size, binary_version_word, float_value,
     not_nil, reset_message_size_if_asked, string_length, uuid_bytes, Pending,
@@ -198,23 +199,38 @@ fn read_bytes(ruby: &Ruby, input: &mut Input, utf8: bool) -> Result<VALUE, Error
     let n = read_i32_from(ruby, input)?;
     let len = match usize::try_from(n) {
         Ok(len) => len,
-        Err(_) if thrift().contract.negative_sizes_refused => return Err(errors::negative_size()),
-        Err(_) => {
-            if let Input::Transport { trans, .. } = input {
-                let s = rb::funcall(*trans, READ_ALL.get(), &[rb::integer(n.into())])?;
-                return if utf8 {
-                    bytes::convert_to_string(s)
-                } else {
-                    Ok(s)
-                };
-            }
-            0
-        }
+        Err(_) => return read_negative_length(ruby, input, n, utf8),
     };
     if utf8 {
         input.read_utf8(ruby, len)
     } else {
         input.read_all(ruby, len)
+    }
+}
+
+/// A byte string of negative length `n`, as `read_bytes` reads it (see there).
+#[cold]
+fn read_negative_length(
+    ruby: &Ruby,
+    input: &mut Input,
+    n: i32,
+    utf8: bool,
+) -> Result<VALUE, Error> {
+    if thrift().contract.negative_sizes_refused {
+        return Err(errors::negative_size());
+    }
+    match input {
+        Input::Transport { trans, .. } => {
+            let s = rb::funcall(*trans, READ_ALL.get(), &[rb::integer(n.into())])?;
+            if utf8 {
+                bytes::convert_to_string(s)
+            } else {
+                Ok(s)
+            }
+        }
+        // `read_all` of a negative size: "", nothing read.
+        _ if utf8 => input.read_utf8(ruby, 0),
+        _ => input.read_all(ruby, 0),
     }
 }
 
@@ -229,10 +245,22 @@ fn bad_version_code() -> i64 {
 }
 
 fn read_message_begin(ruby: &Ruby, rb_self: Value) -> Result<magnus::RArray, Error> {
-    let this = rb_self.as_raw();
+    let (name, mtype, seqid) = message_begin(ruby, rb_self.as_raw(), NameRead::String)?;
+    // SAFETY: a String just read, on this stack.
+    let name = unsafe { rb::value(name) };
+    Ok(ruby.ary_new_from_values(&[name, rb::int(mtype), rb::int(seqid.into())]))
+}
+
+/// What `read_message_begin` reads: the name (read as `name` says: nil unless a String is asked for), the type and
+/// the sequence id.
+pub fn message_begin(
+    ruby: &Ruby,
+    this: VALUE,
+    mut name: NameRead,
+) -> Result<(VALUE, i64, i32), Error> {
     reset_message_size_if_asked(this)?;
     let t = thrift();
-    let mut input = input(rb_self);
+    let mut input = Input::of(this, &TRANS);
     let version = read_i32_from(ruby, &mut input)?;
     let (name, mtype) = if version < 0 {
         if (version as u32 & t.version_mask as u32) != t.version_1 as u32 {
@@ -242,7 +270,7 @@ fn read_message_begin(ruby: &Ruby, rb_self: Value) -> Result<magnus::RArray, Err
             ));
         }
         let mtype = i64::from(version as u32 & t.type_mask as u32);
-        (read_bytes(ruby, &mut input, true)?, mtype)
+        (read_strict_name(ruby, &mut input, &mut name)?, mtype)
     } else {
         if rb::ivar_get(this, IVAR_STRICT_READ.get()) == rb::QTRUE {
             return Err(errors::protocol(
@@ -250,13 +278,26 @@ fn read_message_begin(ruby: &Ruby, rb_self: Value) -> Result<magnus::RArray, Err
                 "No version identifier, old protocol client?",
             ));
         }
-        let name = input.read_all(ruby, version as usize)?;
+        let name = read_name(ruby, &mut input, version as usize, false, &mut name)?;
         (name, i64::from(input.read_byte(ruby)?))
     };
     let seqid = read_i32_from(ruby, &mut input)?;
-    // SAFETY: a String just read, on this stack.
-    let name = unsafe { rb::value(name) };
-    Ok(ruby.ary_new_from_values(&[name, rb::int(mtype), rb::int(seqid.into())]))
+    Ok((name, mtype, seqid))
+}
+
+/// A message name after its i32 length, as `read_string` reads it, into `name`. A negative length is read as
+/// `read_bytes` reads it.
+fn read_strict_name(ruby: &Ruby, input: &mut Input, name: &mut NameRead) -> Result<VALUE, Error> {
+    let n = read_i32_from(ruby, input)?;
+    match (usize::try_from(n), name) {
+        (Ok(len), name) => read_name(ruby, input, len, true, name),
+        (Err(_), NameRead::String) => read_negative_length(ruby, input, n, true),
+        (Err(_), NameRead::Skip) => read_negative_length(ruby, input, n, true).map(|_| rb::QNIL),
+        (Err(_), NameRead::InPlace(name)) => {
+            name.hold(read_negative_length(ruby, input, n, true)?);
+            Ok(rb::QNIL)
+        }
+    }
 }
 
 fn read_field_begin(ruby: &Ruby, rb_self: Value) -> Result<magnus::RArray, Error> {

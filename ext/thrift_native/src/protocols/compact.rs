@@ -21,6 +21,7 @@ use thrift_native_core::compact::{
 };
 use thrift_native_core::{ttype, CoreError};
 
+use crate::protocols::message_name::{read_name, NameRead};
 use crate::protocols::shared::{
     checked_i16, checked_i32, checked_size, float_value, i64_arg, int_arg, not_nil,
     reset_message_size_if_asked, string_length, uuid_bytes, Pending,
@@ -411,7 +412,19 @@ fn read_i16_from(ruby: &Ruby, input: &mut Input) -> Result<i16, Error> {
 }
 
 fn read_message_begin(ruby: &Ruby, rb_self: Value) -> Result<RArray, Error> {
-    let this = rb_self.as_raw();
+    let (name, mtype, seqid) = message_begin(ruby, rb_self.as_raw(), NameRead::String)?;
+    // SAFETY: a String just read, on this stack.
+    let name = unsafe { rb::value(name) };
+    Ok(ruby.ary_new_from_values(&[name, int(mtype), int(seqid.into())]))
+}
+
+/// What `read_message_begin` reads: the name (read as `name` says: nil unless a String is asked for), the type and
+/// the sequence id.
+pub fn message_begin(
+    ruby: &Ruby,
+    this: VALUE,
+    mut name: NameRead,
+) -> Result<(VALUE, i64, i32), Error> {
     reset_message_size_if_asked(this)?;
     let c = thrift().compact;
     // Before master: type -1, and the old C accelerator's version message (its arguments swapped).
@@ -421,7 +434,7 @@ fn read_message_begin(ruby: &Ruby, rb_self: Value) -> Result<RArray, Error> {
     } else {
         -1
     };
-    let mut input = input(rb_self);
+    let mut input = Input::of(this, &TRANS);
     let protocol_id = input.read_byte(ruby)?;
     if i64::from(protocol_id) != c.protocol_id {
         let message = format!(
@@ -443,10 +456,8 @@ fn read_message_begin(ruby: &Ruby, rb_self: Value) -> Result<RArray, Error> {
     let mtype = (version_and_type >> c.type_shift_amount) & c.type_bits;
     let seqid = read_varint32(ruby, &mut input)? as i32;
     let len = read_size(ruby, &mut input)?;
-    let name = input.read_utf8(ruby, len)?;
-    // SAFETY: a String just read, on this stack.
-    let name = unsafe { rb::value(name) };
-    Ok(ruby.ary_new_from_values(&[name, int(mtype), int(seqid.into())]))
+    let name = read_name(ruby, &mut input, len, true, &mut name)?;
+    Ok((name, mtype, seqid))
 }
 
 fn read_struct_begin(rb_self: Value) -> Result<(), Error> {

@@ -14,6 +14,9 @@
 //! looked up as an existing method name (`rb_check_id_cstr`, what `send` with a String does) for a Symbol or String
 //! key whose `to_s` is its class's, and called directly when `data.send` is Kernel's; any other key, or a name no
 //! method has, goes through `send` with the String the library makes.
+//!
+//! One call is not dispatched: 0.14's `receive_message` keeps only the type of `@iprot.read_message_begin`, which,
+//! where that is our own method on an exact protocol, is read without the name String and the Array it drops.
 
 use std::sync::atomic::{AtomicI64, AtomicU8, AtomicUsize, Ordering};
 
@@ -22,6 +25,7 @@ use magnus::{Error, Module, RModule, Ruby, Value};
 use rb_sys::{ID, VALUE};
 
 use super::{basic, destructure, equal, k, message_types, not_equal};
+use crate::protocols::message_name::NameRead;
 use crate::ruby::guard::Originals;
 use crate::ruby::names::{
     APPEND, CLOSE, DEQUEUE_PENDING_SEQID, EACH_ID, FLUSH, HANDLE_EXCEPTION, IVAR_IPROT, IVAR_OPROT,
@@ -335,14 +339,25 @@ fn dequeue_pending_seqid(rb_self: Value) -> Result<Value, Error> {
 fn receive_message(rb_self: Value, result_klass: Value) -> Result<Value, Error> {
     let this = rb_self.as_raw();
     if flavor() == Flavor::V014 {
-        let begin = rb::funcall(ivar(this, &IVAR_IPROT), READ_MESSAGE_BEGIN.get(), &[])?;
-        let [_, mtype, _] = destructure(begin)?;
+        let mtype = message_type(ivar(this, &IVAR_IPROT))?;
         rb::funcall(this, HANDLE_EXCEPTION.get(), &[mtype])?;
     }
     let result = rb::funcall(result_klass.as_raw(), NEW.get(), &[])?;
     rb::funcall(result, READ.get(), &[ivar(this, &IVAR_IPROT)])?;
     rb::funcall(ivar(this, &IVAR_IPROT), READ_MESSAGE_END.get(), &[])?;
     Ok(rb::returned(result))
+}
+
+/// The type of `iprot.read_message_begin` (0.14's `receive_message` drops the name and the sequence id): for an
+/// exact BinaryProtocolAccelerated or CompactProtocol whose `read_message_begin` is ours, read as it reads it but
+/// with no name String and no Array; for any other protocol, its method's answer.
+fn message_type(iprot: VALUE) -> Result<VALUE, Error> {
+    if let Some(begin) = super::read_begin(iprot, NameRead::Skip) {
+        return begin.map(|(_, mtype, _)| rb::integer(mtype));
+    }
+    let begin = rb::funcall(iprot, READ_MESSAGE_BEGIN.get(), &[])?;
+    let [_, mtype, _] = destructure(begin)?;
+    Ok(mtype)
 }
 
 /// 0.19 and master: `fname, mtype, rseqid = @iprot.read_message_begin; [fname, mtype, rseqid]`.

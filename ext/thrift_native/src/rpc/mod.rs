@@ -1,6 +1,7 @@
 //! The Ruby around the codec in an RPC call, native: `client.rs` (`Thrift::Client`, the client's half of a call) and
-//! `processor.rs` (`Thrift::Processor`, the server's half). What both use is here: the message types, and Ruby's
-//! answers to `==`, `!=`, a multiple assignment and "is this method still Ruby's own".
+//! `processor.rs` (`Thrift::Processor`, the server's half). What both use is here: the message types, Ruby's answers
+//! to `==`, `!=`, a multiple assignment and "is this method still Ruby's own", and the message header read by our
+//! protocols without the objects the caller would drop.
 
 mod client;
 mod processor;
@@ -10,6 +11,9 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use magnus::{Error, Module, RModule, Ruby};
 use rb_sys::{ID, VALUE};
 
+use crate::protocols;
+use crate::protocols::message_name::NameRead;
+use crate::ruby::guard::{Guard, Watch};
 use crate::ruby::names::{EQ, NOT_EQ};
 use crate::ruby::rb;
 use crate::thrift::thrift;
@@ -79,6 +83,26 @@ pub(crate) fn basic(class: VALUE, method: ID) -> bool {
     unsafe { rb_sys::rb_method_basic_definition_p(class, method) != 0 }
 }
 
+/// Tripped by a change to `read_message_begin` of BinaryProtocolAccelerated or CompactProtocol.
+static READ_BEGIN: Guard = Guard::new();
+
+/// `iprot.read_message_begin` read as our method reads it, with the name read as `name` says (no String and no
+/// Array where the caller does not need them): for an exact BinaryProtocolAccelerated or CompactProtocol while that
+/// method is ours. None for any other protocol, whose method the caller calls.
+pub(crate) fn read_begin(iprot: VALUE, name: NameRead) -> Option<Result<(VALUE, i64, i32), Error>> {
+    if !READ_BEGIN.intact() {
+        return None;
+    }
+    let ruby = Ruby::get().expect("called from a Ruby thread");
+    if rb::is_exact_instance(iprot, protocols::binary::class()) {
+        return Some(protocols::binary::message_begin(&ruby, iprot, name));
+    }
+    if rb::is_exact_instance(iprot, thrift().compact_protocol) {
+        return Some(protocols::compact::message_begin(&ruby, iprot, name));
+    }
+    None
+}
+
 /// Defines the native methods of the RPC modules.
 pub fn init(ruby: &Ruby) -> Result<(), Error> {
     // SAFETY: the Thrift module is pinned at load time.
@@ -92,6 +116,9 @@ pub fn init(ruby: &Ruby) -> Result<(), Error> {
         (&MESSAGE_TYPES.oneway, "ONEWAY"),
     ] {
         slot.store(types.const_get::<_, i64>(name)?, Ordering::Relaxed);
+    }
+    for class in [protocols::binary::class(), thrift().compact_protocol] {
+        READ_BEGIN.watch(class, Watch::Methods(&["read_message_begin"]));
     }
     client::init(ruby)?;
     processor::init(ruby)

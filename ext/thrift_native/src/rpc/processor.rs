@@ -7,6 +7,9 @@
 //! Two versions ([`MASTER`], probed by master's message-type check, THRIFT-6146): master answers a message that is
 //! neither CALL nor ONEWAY with INVALID_MESSAGE_TYPE before looking the method up.
 //!
+//! The message header is read by our protocol's method where it is exactly ours (`super::read_begin`), with the name
+//! kept as bytes: a String is made only where one is passed on (`send`, an error reply, a non-Kernel `respond_to?`).
+//!
 //! `respond_to?("process_#{name}")` for a String name is Kernel's `respond_to?` of the existing method name
 //! (`rb_obj_respond_to`, which asks `respond_to_missing?` too); a name no Symbol has yet, a name that is not a String,
 //! or a processor whose `respond_to?` is its own gets the library's String and call.
@@ -18,6 +21,7 @@ use magnus::{Error, Module, RModule, Ruby, Value};
 use rb_sys::{ID, VALUE};
 
 use super::{basic, destructure, equal, k, message_types};
+use crate::protocols::message_name::{MessageName, NameRead};
 use crate::ruby::names::{
     BACKTRACE, DEBUG, FLUSH, IVAR_LOGGER, JOIN, MESSAGE, NEW, READ, READ_MESSAGE_BEGIN,
     READ_MESSAGE_END, RESPOND_TO_P, SEND, SKIP, TRANS, WRITE, WRITE_ERROR, WRITE_MESSAGE_BEGIN,
@@ -43,13 +47,32 @@ fn method_string(name: VALUE) -> Result<VALUE, Error> {
     rb::interpolate(&[rb::utf8_string(b"process_"), name])
 }
 
-/// The ID of `process_<name>` for an exact String `name`, if that name exists as a Symbol.
-fn method_id(name: VALUE) -> Result<ID, Error> {
+/// The ID of `process_<name>` if that name exists as a Symbol (0 if not, or for a name that is not an exact
+/// String).
+fn method_id(name: &MessageName) -> Result<ID, Error> {
+    if let Some((bytes, utf8)) = name.bytes() {
+        // SAFETY: the encodings are Ruby's own, always loaded.
+        let enc = unsafe {
+            if utf8 {
+                rb_sys::rb_utf8_encoding()
+            } else {
+                rb_sys::rb_ascii8bit_encoding()
+            }
+        };
+        return id_with_prefix(bytes, enc);
+    }
+    let name = name.object().unwrap_or(rb::QNIL);
     if !rb::is_exact_instance(name, rb::string_class()) {
         return Ok(0);
     }
-    // SAFETY: `name` is a String on the caller's stack; its bytes are copied out before anything else runs.
-    let bytes = unsafe { rb::str_bytes(name) };
+    // SAFETY: `name` is a String on the caller's stack; rb_enc_get reads its encoding; the bytes are copied out at
+    // once.
+    let (bytes, enc) = unsafe { (rb::str_bytes(name), rb_sys::rb_enc_get(name)) };
+    id_with_prefix(bytes, enc)
+}
+
+/// The ID of `"process_" + bytes` in encoding `enc`, if such a Symbol exists.
+fn id_with_prefix(bytes: &[u8], enc: *mut rb_sys::rb_encoding) -> Result<ID, Error> {
     if bytes.len() > 247 {
         return Ok(0);
     }
@@ -57,9 +80,8 @@ fn method_id(name: VALUE) -> Result<ID, Error> {
     buf[..8].copy_from_slice(b"process_");
     buf[8..8 + bytes.len()].copy_from_slice(bytes);
     // SAFETY: protected (a name of broken encoding raises EncodingError, as `respond_to?` would); `buf` holds the
-    // name's bytes; rb_check_id_cstr only looks the name up; the encoding is the name's.
+    // name's bytes; rb_check_id_cstr only looks the name up.
     let id = magnus::rb_sys::protect(|| unsafe {
-        let enc = rb_sys::rb_enc_get(name);
         rb_sys::rb_check_id_cstr(buf.as_ptr() as *const _, (8 + bytes.len()) as _, enc) as VALUE
     })?;
     Ok(id as ID)
@@ -72,32 +94,53 @@ fn refuse(
     iprot: VALUE,
     oprot: VALUE,
     code: &AtomicI64,
-    message: impl FnOnce() -> Result<VALUE, Error>,
-    begin: [VALUE; 3],
+    message: impl FnOnce(VALUE) -> Result<VALUE, Error>,
+    name: &mut MessageName,
+    seqid: VALUE,
 ) -> Result<(), Error> {
     rb::funcall(iprot, SKIP.get(), &[k(&STRUCT_TYPE)])?;
     rb::funcall(iprot, READ_MESSAGE_END.get(), &[])?;
-    let x = application_exception(code, message()?)?;
-    rb::funcall(this, WRITE_ERROR.get(), &[x, oprot, begin[0], begin[2]])?;
+    let name = name.value();
+    let x = application_exception(code, message(name)?)?;
+    rb::funcall(this, WRITE_ERROR.get(), &[x, oprot, name, seqid])?;
     Ok(())
 }
 
 /// `process(iprot, oprot)`.
 fn process(rb_self: Value, iprot: Value, oprot: Value) -> Result<bool, Error> {
     let (this, iprot, oprot) = (rb_self.as_raw(), iprot.as_raw(), oprot.as_raw());
-    let begin = destructure(rb::funcall(iprot, READ_MESSAGE_BEGIN.get(), &[])?)?;
-    let [name, kind, seqid] = begin;
+    // The name stays bytes until something needs it as a String (`send`, an error reply).
+    let mut name = MessageName::new();
+    let (kind, seqid) = match super::read_begin(iprot, NameRead::InPlace(&mut name)) {
+        Some(begin) => {
+            begin.map(|(_, kind, seqid)| (rb::integer(kind), rb::integer(seqid.into())))?
+        }
+        None => {
+            let [fname, kind, seqid] =
+                destructure(rb::funcall(iprot, READ_MESSAGE_BEGIN.get(), &[])?)?;
+            name.hold(fname);
+            (kind, seqid)
+        }
+    };
     if MASTER.load(Ordering::Relaxed)
         && !equal(kind, k(&message_types().call))?
         && !equal(kind, k(&message_types().oneway))?
     {
-        let message = || invalid_type_message(kind, name);
-        refuse(this, iprot, oprot, &INVALID_MESSAGE_TYPE, message, begin)?;
+        let message = |name| invalid_type_message(kind, name);
+        refuse(
+            this,
+            iprot,
+            oprot,
+            &INVALID_MESSAGE_TYPE,
+            message,
+            &mut name,
+            seqid,
+        )?;
         return Ok(false);
     }
     let class = rb::heap_class(this).unwrap_or(0);
     let id = if class != 0 && basic(class, RESPOND_TO_P.get()) {
-        method_id(name)?
+        method_id(&name)?
     } else {
         0
     };
@@ -112,22 +155,30 @@ fn process(rb_self: Value, iprot: Value, oprot: Value) -> Result<bool, Error> {
         })?;
         (rb::truthy(r), id)
     } else {
-        let s = method_string(name)?;
+        let s = method_string(name.value())?;
         (rb::truthy(rb::funcall(this, RESPOND_TO_P.get(), &[s])?), 0)
     };
     if !responds {
         // `'Unknown function ' + name`: String#+ (a TypeError for a name that is not a String).
-        let message = || {
+        let message = |name| {
             let prefix = rb::utf8_string(b"Unknown function ");
             rb::funcall(prefix, crate::ruby::names::PLUS.get(), &[name])
         };
-        refuse(this, iprot, oprot, &UNKNOWN_METHOD, message, begin)?;
+        refuse(
+            this,
+            iprot,
+            oprot,
+            &UNKNOWN_METHOD,
+            message,
+            &mut name,
+            seqid,
+        )?;
         return Ok(false);
     }
     let handled = if id != 0 && basic(class, SEND.get()) {
         rb::funcall(this, id, &[seqid, iprot, oprot])
     } else {
-        let s = method_string(name)?;
+        let s = method_string(name.value())?;
         rb::funcall(this, SEND.get(), &[s, seqid, iprot, oprot])
     };
     if let Err(e) = handled {
@@ -138,7 +189,7 @@ fn process(rb_self: Value, iprot: Value, oprot: Value) -> Result<bool, Error> {
         else {
             return Err(e);
         };
-        internal_error(this, exception.as_raw(), oprot, name, seqid)?;
+        internal_error(this, exception.as_raw(), oprot, name.value(), seqid)?;
     }
     Ok(true)
 }

@@ -139,6 +139,23 @@ impl Input {
         }
     }
 
+    /// `f` over the next `n` bytes when the buffer holds them, moving past them as `read_all(n)` or `read_utf8(n)`
+    /// would there; None (nothing read) when such a read would call the transport.
+    pub fn read_in_buffer<R>(
+        &mut self,
+        ruby: &Ruby,
+        n: usize,
+        f: impl FnOnce(&[u8]) -> R,
+    ) -> Option<Result<R, Error>> {
+        match self {
+            Input::Buffer(mb) if mb.available() >= n && n <= i32::MAX as usize => {
+                Some(mb.read_with(ruby, n, f))
+            }
+            Input::Layered { buf, .. } if buf.available() >= n => Some(buf.read_with(ruby, n, f)),
+            _ => None,
+        }
+    }
+
     /// `trans.read_all(16)` as UUID text (lowercase, dashed, ASCII-8BIT). On the fast path the text is made straight
     /// from the buffer's bytes.
     pub fn read_uuid(&mut self, ruby: &Ruby) -> Result<VALUE, Error> {
