@@ -2,8 +2,8 @@
 
 # One accelerator's RPC throughput: the generated BenchService::Bench client calling a Thrift::SimpleServer (forked,
 # the same accelerator loaded) over loopback TCP and a UNIX socket, through FramedTransport and BufferedTransport,
-# with the binary and the compact protocol; `small` answers the small benchmark struct, `large` the large one (the
-# shape of upstream's Nested4, about 1.4 MB in binary). Calls per second over one window, and objects the client
+# with the binary and the compact protocol, and multiplexed (framed, binary); `small` answers the small benchmark
+# struct, `large` the large one (the shape of upstream's Nested4, about 1.4 MB in binary). Calls per second over one window, and objects the client
 # allocates per call.
 # Run by bench/run.rb in a child process per accelerator, in rounds that take the accelerators in turn (the best
 # round counts), pinned to one CPU (server and client: a process woken on an idle other core waits about 60 us on
@@ -38,8 +38,25 @@ class BenchHandler
   def large(_n) = LARGE
 end
 
-TRANSPORTS = { "framed" => Thrift::FramedTransport, "buffered" => Thrift::BufferedTransport }.freeze
-FACTORIES = { "framed" => Thrift::FramedTransportFactory, "buffered" => Thrift::BufferedTransportFactory }.freeze
+# "multiplexed": framed, the client's protocol a MultiplexedProtocol for service "Bench", the server a
+# MultiplexedProcessor with the service registered under that name (binary only).
+MUX = "multiplexed"
+TRANSPORTS = { "framed" => Thrift::FramedTransport, "buffered" => Thrift::BufferedTransport,
+               MUX => Thrift::FramedTransport }.freeze
+FACTORIES = { "framed" => Thrift::FramedTransportFactory, "buffered" => Thrift::BufferedTransportFactory,
+              MUX => Thrift::FramedTransportFactory }.freeze
+
+def client_protocol(transport, protocol, trans)
+  prot = Accelerator.protocol_class(protocol).new(trans)
+  transport == MUX ? Thrift::MultiplexedProtocol.new(prot, "Bench") : prot
+end
+
+def server_processor(transport)
+  processor = BenchService::Bench::Processor.new(BenchHandler.new)
+  return processor unless transport == MUX
+
+  Thrift::MultiplexedProcessor.new.tap { |mux| mux.register_processor("Bench", processor) }
+end
 
 def protocol_factory(protocol)
   return Thrift::CompactProtocolFactory.new if protocol == "compact"
@@ -62,15 +79,15 @@ end
 # the same): the client's send_<call>(1), then the processor's answer to it.
 def frames(transport, protocol, call)
   request_buffer = Thrift::MemoryBufferTransport.new
-  client = BenchService::Bench::Client.new(Accelerator.protocol_class(protocol).new(TRANSPORTS.fetch(transport).new(request_buffer)))
+  client = BenchService::Bench::Client.new(client_protocol(transport, protocol, TRANSPORTS.fetch(transport).new(request_buffer)))
   client.public_send("send_#{call}", 1)
   request = request_buffer.read(request_buffer.available)
   reply_buffer = Thrift::MemoryBufferTransport.new
   # A BufferedTransport adds nothing to the bytes (and over a memory buffer its 4096-byte refill would fail).
   server_in = Thrift::MemoryBufferTransport.new(request.dup)
-  server_in = Thrift::FramedTransport.new(server_in) if transport == "framed"
+  server_in = Thrift::FramedTransport.new(server_in) if TRANSPORTS.fetch(transport) == Thrift::FramedTransport
   server_out = TRANSPORTS.fetch(transport).new(reply_buffer)
-  processor = BenchService::Bench::Processor.new(BenchHandler.new)
+  processor = server_processor(transport)
   processor.process(Accelerator.protocol_class(protocol).new(server_in), Accelerator.protocol_class(protocol).new(server_out))
   [request, reply_buffer.read(reply_buffer.available)]
 end
@@ -131,7 +148,8 @@ def measure(client, call, seconds)
 end
 
 Dir.mktmpdir("thrift_native_rpc") do |dir|
-  %w[tcp unix].product(TRANSPORTS.keys, %w[binary compact]).each do |socket, transport, protocol|
+  stacks = %w[tcp unix].product(TRANSPORTS.keys, %w[binary compact]).reject { |_, t, p| t == MUX && p == "compact" }
+  stacks.each do |socket, transport, protocol|
     if FLOOR
       %w[small large].each do |call|
         result = measure_floor(socket, *frames(transport, protocol, call), dir)
@@ -142,7 +160,7 @@ Dir.mktmpdir("thrift_native_rpc") do |dir|
     end
     server_socket, connect = endpoint(socket, dir)
     server_socket.listen
-    processor = BenchService::Bench::Processor.new(BenchHandler.new)
+    processor = server_processor(transport)
     server = Thrift::SimpleServer.new(processor, server_socket, FACTORIES.fetch(transport).new, protocol_factory(protocol))
     pid = fork do
       $stdout.reopen(File::NULL)
@@ -154,7 +172,7 @@ Dir.mktmpdir("thrift_native_rpc") do |dir|
     begin
       trans = TRANSPORTS.fetch(transport).new(connect.call)
       trans.open
-      client = BenchService::Bench::Client.new(Accelerator.protocol_class(protocol).new(trans))
+      client = BenchService::Bench::Client.new(client_protocol(transport, protocol, trans))
       %w[small large].each do |call|
         result = measure(client, call, SECONDS)
         puts JSON.generate({ impl: IMPL, op: "#{socket} #{transport} #{protocol} #{call}" }.merge(result))

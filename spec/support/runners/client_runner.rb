@@ -192,10 +192,11 @@ def framed(bytes, *cuts)
   [0, *cuts, bytes.bytesize].each_cons(2).map { |a, b| [b - a].pack("N") + bytes.byteslice(a, b - a) }.join
 end
 
-def real_call(kind, bytes, frames: false, spy: false)
+def real_call(kind, bytes, frames: false, spy: false, mux: false)
   trans = Thrift::MemoryBufferTransport.new(bytes)
   trans = Thrift::FramedTransport.new(trans) if frames
   iprot = protocol_class(kind).new(trans)
+  iprot = Thrift::MultiplexedProtocol.new(iprot, "Calc") if mux
   calls = []
   iprot.define_singleton_method(:read_message_begin) { (calls << :read_message_begin) && super() } if spy
   c = TestClient.new(iprot, protocol_class(kind).new(Thrift::MemoryBufferTransport.new))
@@ -216,6 +217,11 @@ REAL_CASES = %i[binary compact].flat_map do |kind|
     ["#{kind}: a reply cut in the name (C's errors)", -> { real_call(kind, REPLY.call(kind).byteslice(0, 7)) }],
     ["#{kind}: a reply cut in the header (C's errors)", -> { real_call(kind, REPLY.call(kind).byteslice(0, 2)) }],
     ["#{kind}: a singleton read_message_begin", -> { real_call(kind, REPLY.call(kind), spy: true) }],
+    ["#{kind}: a reply through a MultiplexedProtocol", -> { real_call(kind, REPLY.call(kind), mux: true) }],
+    ["#{kind}: an EXCEPTION reply through a MultiplexedProtocol", -> { real_call(kind, EXCEPTION.call(kind), mux: true) }],
+    ["#{kind}: a MultiplexedProtocol with a singleton read_message_begin", lambda {
+      real_call(kind, REPLY.call(kind), mux: true, spy: true)
+    }],
   ]
 end
 # Errors the C accelerator raises otherwise than pure Ruby (its memory buffer's EOFError message, its BAD_VERSION code;

@@ -1,20 +1,21 @@
-//! The Ruby around the codec in an RPC call, native: `client.rs` (`Thrift::Client`, the client's half of a call) and
-//! `processor.rs` (`Thrift::Processor`, the server's half). What both use is here: the message types, Ruby's answers
-//! to `==`, `!=`, a multiple assignment and "is this method still Ruby's own", and the message header read by our
-//! protocols without the objects the caller would drop.
+//! The Ruby around the codec in an RPC call, native: `client.rs` (`Thrift::Client`, the client's half of a call),
+//! `processor.rs` (`Thrift::Processor`, the server's half) and `multiplexed.rs` (`Thrift::MultiplexedProcessor`).
+//! What they use is here: the message types, Ruby's answers to `==`, `!=`, a multiple assignment and "is this method
+//! still Ruby's own", and the message header read by our protocols without the objects the caller would drop.
 
 mod client;
+mod multiplexed;
 mod processor;
 
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 
 use magnus::{Error, Module, RModule, Ruby};
 use rb_sys::{ID, VALUE};
 
 use crate::protocols;
-use crate::protocols::message_name::NameRead;
+use crate::protocols::message_name::{MessageName, NameRead};
 use crate::ruby::guard::{Guard, Watch};
-use crate::ruby::names::{EQ, NOT_EQ};
+use crate::ruby::names::{EQ, IVAR_PROTOCOL, NOT_EQ};
 use crate::ruby::rb;
 use crate::thrift::thrift;
 
@@ -83,16 +84,28 @@ pub(crate) fn basic(class: VALUE, method: ID) -> bool {
     unsafe { rb_sys::rb_method_basic_definition_p(class, method) != 0 }
 }
 
-/// Tripped by a change to `read_message_begin` of BinaryProtocolAccelerated or CompactProtocol.
+/// Tripped by a change to `read_message_begin` of BinaryProtocolAccelerated, CompactProtocol, MultiplexedProtocol
+/// or ProtocolDecorator.
 static READ_BEGIN: Guard = Guard::new();
+/// Thrift::MultiplexedProtocol, while its `read_message_begin` is ProtocolDecorator's (`@protocol.read_message_begin`);
+/// 0 if it was not at load time.
+static MULTIPLEXED_PROTOCOL: AtomicUsize = AtomicUsize::new(0);
 
 /// `iprot.read_message_begin` read as our method reads it, with the name read as `name` says (no String and no
 /// Array where the caller does not need them): for an exact BinaryProtocolAccelerated or CompactProtocol while that
-/// method is ours. None for any other protocol, whose method the caller calls.
+/// method is ours, or an exact MultiplexedProtocol over one while its method is ProtocolDecorator's forwarder. None
+/// for any other protocol, whose method the caller calls.
 pub(crate) fn read_begin(iprot: VALUE, name: NameRead) -> Option<Result<(VALUE, i64, i32), Error>> {
     if !READ_BEGIN.intact() {
         return None;
     }
+    // An exact MultiplexedProtocol passes the call on to the protocol it decorates.
+    let multiplexed = MULTIPLEXED_PROTOCOL.load(Ordering::Relaxed) as VALUE;
+    let iprot = if multiplexed != 0 && rb::is_exact_instance(iprot, multiplexed) {
+        rb::ivar_get(iprot, IVAR_PROTOCOL.get())
+    } else {
+        iprot
+    };
     let ruby = Ruby::get().expect("called from a Ruby thread");
     if rb::is_exact_instance(iprot, protocols::binary::class()) {
         return Some(protocols::binary::message_begin(&ruby, iprot, name));
@@ -103,8 +116,29 @@ pub(crate) fn read_begin(iprot: VALUE, name: NameRead) -> Option<Result<(VALUE, 
     None
 }
 
+/// `name, type, seqid = iprot.read_message_begin` for a caller that needs the name only now and then: read
+/// natively where [`read_begin`] may (the name kept as bytes), else the protocol's method (the name held as it
+/// answers it). The type and the sequence id.
+pub(crate) fn read_begin_keeping_name(
+    iprot: VALUE,
+    name: &mut MessageName,
+) -> Result<(VALUE, VALUE), Error> {
+    if let Some(begin) = read_begin(iprot, NameRead::InPlace(name)) {
+        return begin.map(|(_, kind, seqid)| (rb::integer(kind), rb::integer(seqid.into())));
+    }
+    let [fname, kind, seqid] = destructure(rb::funcall(
+        iprot,
+        crate::ruby::names::READ_MESSAGE_BEGIN.get(),
+        &[],
+    )?)?;
+    name.hold(fname);
+    Ok((kind, seqid))
+}
+
 /// Defines the native methods of the RPC modules.
 pub fn init(ruby: &Ruby) -> Result<(), Error> {
+    use magnus::rb_sys::AsRawValue;
+    use magnus::value::ReprValue;
     // SAFETY: the Thrift module is pinned at load time.
     let thrift_module =
         RModule::from_value(unsafe { rb::value(thrift().module) }).expect("Thrift is a module");
@@ -117,9 +151,25 @@ pub fn init(ruby: &Ruby) -> Result<(), Error> {
     ] {
         slot.store(types.const_get::<_, i64>(name)?, Ordering::Relaxed);
     }
-    for class in [protocols::binary::class(), thrift().compact_protocol] {
+    let multiplexed: magnus::RClass = thrift_module.const_get("MultiplexedProtocol")?;
+    let decorator: RModule = thrift_module.const_get("ProtocolDecorator")?;
+    let method: magnus::Value =
+        multiplexed.funcall("instance_method", (ruby.to_symbol("read_message_begin"),))?;
+    let owner: magnus::Value = method.funcall("owner", ())?;
+    let watched = [
+        protocols::binary::class(),
+        thrift().compact_protocol,
+        multiplexed.as_raw(),
+        decorator.as_raw(),
+    ];
+    for class in watched {
         READ_BEGIN.watch(class, Watch::Methods(&["read_message_begin"]));
     }
+    if owner.as_raw() == decorator.as_raw() {
+        rb::pin_forever(multiplexed.as_raw());
+        MULTIPLEXED_PROTOCOL.store(multiplexed.as_raw() as usize, Ordering::Relaxed);
+    }
     client::init(ruby)?;
-    processor::init(ruby)
+    processor::init(ruby)?;
+    multiplexed::init(ruby)
 }

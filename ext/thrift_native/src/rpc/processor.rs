@@ -20,12 +20,11 @@ use magnus::rb_sys::AsRawValue;
 use magnus::{Error, Module, RModule, Ruby, Value};
 use rb_sys::{ID, VALUE};
 
-use super::{basic, destructure, equal, k, message_types};
-use crate::protocols::message_name::{MessageName, NameRead};
+use super::{basic, equal, k, message_types, read_begin_keeping_name};
+use crate::protocols::message_name::MessageName;
 use crate::ruby::names::{
-    BACKTRACE, DEBUG, FLUSH, IVAR_LOGGER, JOIN, MESSAGE, NEW, READ, READ_MESSAGE_BEGIN,
-    READ_MESSAGE_END, RESPOND_TO_P, SEND, SKIP, TRANS, WRITE, WRITE_ERROR, WRITE_MESSAGE_BEGIN,
-    WRITE_MESSAGE_END,
+    BACKTRACE, DEBUG, FLUSH, IVAR_LOGGER, JOIN, MESSAGE, NEW, READ, READ_MESSAGE_END, RESPOND_TO_P,
+    SEND, SKIP, TRANS, WRITE, WRITE_ERROR, WRITE_MESSAGE_BEGIN, WRITE_MESSAGE_END,
 };
 use crate::ruby::{rb, registry};
 use crate::thrift::thrift;
@@ -111,17 +110,7 @@ fn process(rb_self: Value, iprot: Value, oprot: Value) -> Result<bool, Error> {
     let (this, iprot, oprot) = (rb_self.as_raw(), iprot.as_raw(), oprot.as_raw());
     // The name stays bytes until something needs it as a String (`send`, an error reply).
     let mut name = MessageName::new();
-    let (kind, seqid) = match super::read_begin(iprot, NameRead::InPlace(&mut name)) {
-        Some(begin) => {
-            begin.map(|(_, kind, seqid)| (rb::integer(kind), rb::integer(seqid.into())))?
-        }
-        None => {
-            let [fname, kind, seqid] =
-                destructure(rb::funcall(iprot, READ_MESSAGE_BEGIN.get(), &[])?)?;
-            name.hold(fname);
-            (kind, seqid)
-        }
-    };
+    let (kind, seqid) = read_begin_keeping_name(iprot, &mut name)?;
     if MASTER.load(Ordering::Relaxed)
         && !equal(kind, k(&message_types().call))?
         && !equal(kind, k(&message_types().oneway))?

@@ -106,6 +106,19 @@ define_rb_intern!(
     DEBUG => "debug",
 );
 
+// Thrift::MultiplexedProcessor's ivars and the methods its process calls (rpc/multiplexed.rs).
+define_rb_intern!(
+    IVAR_DEFAULT_PROCESSOR => "@default_processor",
+    PROCESS => "process",
+    PROCESSOR => "processor",
+    CHECK_TYPE => "check_type",
+    CHECK_SEPARATOR => "check_separator",
+    CHECK_DEFAULT_PROCESSOR => "check_default_processor",
+    COUNT => "count",
+    SPLIT => "split",
+    LESS_THAN => "<",
+);
+
 // HeaderTransport's ivars and the StringIO methods it uses.
 define_rb_intern!(
     IVAR_READ_BUFFER => "@read_buffer",
