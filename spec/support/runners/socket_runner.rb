@@ -126,6 +126,22 @@ add.call("framed: frames after a large one, a frozen @rbuf, slices kept", FRAMED
   t.instance_variable_get(:@rbuf).freeze
   [large.bytesize, kept, rest, t.read(40), t.read(30), t.read_byte, t.read_all(19), kept]
 end
+add.call("framed: a whole frame read as one slice, then the socket closed", FRAMED.call) do |t, peer|
+  peer.write(frame("f" * 1000))
+  whole = t.read(1000)
+  t.instance_variable_get(:@transport).close
+  [whole.bytesize, t.read(1)]
+end
+add.call("framed: a frame over 1 MiB cut short, then a read", FRAMED.call) do |t, peer|
+  peer.write([2 << 20].pack("N") + "g" * 100)
+  peer.close
+  begin
+    t.read(1)
+  rescue Thrift::TransportException => e
+    failed = e.message
+  end
+  [failed, t.read(1)]
+end
 add.call("framed: UNIXSocket transport", FRAMED.call(Thrift::UNIXSocket)) do |t, peer|
   peer.write(frame("abc"))
   [t.read(3)]
@@ -243,6 +259,24 @@ add.call("buffered: slices kept across refills, a frozen @rbuf", BUFFERED.call) 
   second = t.read(10)
   t.instance_variable_get(:@rbuf).freeze
   [first.bytesize, first[0, 12], second, t.read(5000).bytesize, t.read(4000).bytesize, t.read_byte, first[-3..]]
+end
+add.call("buffered: a whole refill read as one slice, then the socket closed", BUFFERED.call) do |t, peer|
+  peer.write("s" * 1000)
+  whole = t.read(1000) # a slice to the end of @rbuf, which then shares its bytes
+  t.instance_variable_get(:@transport).close
+  [whole.bytesize, t.read(1)]
+end
+add.call("buffered: read(0) refills with bytes unread, and fails", BUFFERED.call) do |t, peer|
+  peer.write("abcdef")
+  first = t.read(2)
+  sleep 0.05
+  peer.close
+  begin
+    t.read(0)
+  rescue Thrift::TransportException => e
+    failed = e.message
+  end
+  [first, failed, t.read(4)]
 end
 add.call("buffered: write and flush", BUFFERED.call) do |t, peer|
   t.write("abc")

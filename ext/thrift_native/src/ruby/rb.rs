@@ -424,9 +424,10 @@ pub fn is_refillable_string(s: VALUE, max_capacity: usize) -> bool {
 /// Empties a String readpartial may fill (see [`is_refillable_string`]); any other object is left as it is.
 pub fn empty_refillable_string(s: VALUE) {
     if is_refillable_string(s, usize::MAX) {
-        // SAFETY: an unfrozen, unlocked String: rb_str_set_len's only checks (frozen, locked) pass, so it cannot
-        // raise; 0 is within every capacity.
-        unsafe { rb_sys::rb_str_set_len(s, 0) };
+        // SAFETY: protected (rb_str_resize makes a shared String independent first, which allocates; it raises
+        // nothing for an unfrozen, unlocked String, but nothing may jump over these frames if it did). What it
+        // would raise is dropped: emptying is a courtesy to later reads, the caller is raising already.
+        let _ = protect(|| unsafe { rb_sys::rb_str_resize(s, 0) });
     }
 }
 

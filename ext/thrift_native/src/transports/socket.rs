@@ -14,7 +14,8 @@
 //! (`close unless closed?` on a read, `close` on a write) and set it to nil; master calls the socket's `close`, and
 //! also closes on a TransportException. [`MASTER_RESCUE`] says which, probed by master's private `close_socket`.
 //! `read_all`'s versions (master checks for an empty or frozen chunk) agree for a socket: `read` never answers an
-//! empty String (it raises) and `readpartial` answers a new BINARY one.
+//! empty String (it raises) and `readpartial` answers a BINARY one that is not frozen (a new one, or the caller's
+//! spent buffer, see `read_into`).
 
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
 

@@ -32,9 +32,11 @@ pub(super) fn read_frame(ruby: &Ruby, c: &'static Class, this: VALUE) -> Result<
         let frame = mb.read_all(ruby, size as usize)?;
         return c.set_rbuf(this, frame);
     }
+    // The spent `@rbuf` the header (and then the frame) is read into, from a plain socket.
+    let spent = PlainSocket::of(inner).and_then(|_| super::spent_rbuf(c, this));
     let size = match PlainSocket::of(inner) {
         Some(socket) => {
-            let header = super::socket_refill(socket, 4, super::spent_rbuf(c, this), true)?;
+            let header = super::socket_refill(socket, 4, spent, true)?;
             // SAFETY: `header` is a String of at least 4 bytes (read_all's loop), copied out at once.
             let b = unsafe { rb::str_bytes(header) };
             rb::integer(i64::from(u32::from_be_bytes([b[0], b[1], b[2], b[3]])))
@@ -51,11 +53,20 @@ pub(super) fn read_frame(ruby: &Ruby, c: &'static Class, this: VALUE) -> Result<
     let frame = match (in_one_chunk, PlainSocket::of(inner)) {
         // The frame read into the spent `@rbuf` (the header's bytes were copied out of it).
         (Some(n), Some(socket)) => {
-            super::socket_refill(socket, n, super::spent_rbuf(c, this), true)?
+            super::socket_refill(socket, n, super::still_spent(c, this, spent), true)
         }
-        _ => inner_read_all(ruby, inner, size)?,
+        _ => inner_read_all(ruby, inner, size),
     };
-    c.set_rbuf(this, frame)
+    match frame {
+        Ok(frame) => c.set_rbuf(this, frame),
+        Err(e) => {
+            // `@index` is 0 already: the header's bytes in `@rbuf` must not read as the frame.
+            super::still_spent(c, this, spent)
+                .into_iter()
+                .for_each(rb::empty_refillable_string);
+            Err(e)
+        }
+    }
 }
 
 /// `rbuf.getbyte(i)`: the byte, or nil past the end; an odd `@rbuf` answers as Ruby makes it answer.
@@ -195,8 +206,9 @@ fn flush(_ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
             frame.extend_from_slice(payload);
             let frame = rb::binary_string(&frame);
             if PlainSocket::of(inner).is_some() {
-                // IO#write copies a String that is not frozen into a frozen one first (before Ruby 3.4, a frozen
-                // one it writes as it is); IO's own write keeps nothing of it, and nothing else sees it.
+                // IO#write first makes a hidden frozen String of one that is not frozen; a frozen one it writes
+                // as it is (Ruby 3.4 and later: a frozen one not embedded). IO's own write keeps nothing of it,
+                // and nothing else sees it.
                 // SAFETY: a new String on this stack; freezing only sets its flag.
                 unsafe { rb_sys::rb_obj_freeze(frame) };
             }

@@ -282,13 +282,24 @@ const REFILL_IN_PLACE_CAPACITY: usize = 64 << 10;
 /// The `@rbuf` a refill from a plain socket is about to replace, when the socket's bytes may be read into it instead
 /// of into a new String (the library's `@rbuf = @transport.read...`): a BINARY String (readpartial keeps its
 /// encoding, so it stays what a new one would be) that readpartial may fill and whose buffer is small. Its bytes
-/// are spent (a refill only happens once they are read); slices taken from it earlier are Strings of their own,
-/// which Ruby copies out before the buffer is written (`rb_str_modify`). What the buffer fast paths hold of it
+/// are spent: `@index` lies at or past its end (BufferedTransport's `read(0)` refills before that, and its unread
+/// bytes must stay where a failed refill leaves them). Slices taken from it earlier are Strings of their own, which
+/// Ruby copies out before the buffer is written (`rb_str_modify`). What the buffer fast paths hold of it
 /// (`HeldBytes`) they read again after the refill, as after any Ruby call.
 fn spent_rbuf(c: &'static Class, this: VALUE) -> Option<VALUE> {
     let rbuf = c.rbuf.get(this);
-    (is_byte_buffer(rbuf) && rb::is_refillable_string(rbuf, REFILL_IN_PLACE_CAPACITY))
-        .then_some(rbuf)
+    if !is_byte_buffer(rbuf) || !rb::is_refillable_string(rbuf, REFILL_IN_PLACE_CAPACITY) {
+        return None;
+    }
+    let index = rb::fixnum_value(c.index.get(this))?;
+    // SAFETY: `rbuf` is a String.
+    (index >= 0 && index as usize >= unsafe { rb::str_len(rbuf) }).then_some(rbuf)
+}
+
+/// `spent`, the String a frame's header was read into, when it is still `@rbuf` and may still be filled.
+fn still_spent(c: &'static Class, this: VALUE, spent: Option<VALUE>) -> Option<VALUE> {
+    spent
+        .filter(|&s| c.rbuf.get(this) == s && rb::is_refillable_string(s, REFILL_IN_PLACE_CAPACITY))
 }
 
 /// `socket.read_all(size)` (`all`) or `socket.read(size)`, into the spent `@rbuf` when there is one. A failure
