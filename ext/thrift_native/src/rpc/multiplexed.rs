@@ -165,13 +165,12 @@ fn split_bytes(name: &[u8], utf8: bool, master: bool) -> Option<(VALUE, VALUE)> 
         // split(":", 2): what comes before the first colon, and all after it.
         return Some((string(&name[..first]), string(&name[first + 1..])));
     }
-    // split(":"): the parts, trailing empty ones dropped; the first two, or nil.
-    let mut parts: Vec<&[u8]> = name.split(|&b| b == b':').collect();
-    while parts.last().is_some_and(|p| p.is_empty()) {
-        parts.pop();
-    }
-    let part = |i: usize| parts.get(i).map_or(rb::QNIL, |p| string(p));
-    Some((part(0), part(1)))
+    // split(":"): the parts, trailing empty ones dropped (the trailing colons'), the first two, or nil.
+    let end = name.iter().rposition(|&b| b != b':').map_or(0, |i| i + 1);
+    let mut parts = name[..end].split(|&b| b == b':').filter(|_| end > 0);
+    let mut part = || parts.next().map_or(rb::QNIL, string);
+    let service = part();
+    Some((service, part()))
 }
 
 pub fn init(ruby: &Ruby) -> Result<(), Error> {

@@ -32,9 +32,10 @@ pub(super) fn read_frame(ruby: &Ruby, c: &'static Class, this: VALUE) -> Result<
         let frame = mb.read_all(ruby, size as usize)?;
         return c.set_rbuf(this, frame);
     }
+    let socket = PlainSocket::of(inner);
     // The spent `@rbuf` the header (and then the frame) is read into, from a plain socket.
-    let spent = PlainSocket::of(inner).and_then(|_| super::spent_rbuf(c, this));
-    let size = match PlainSocket::of(inner) {
+    let spent = socket.and_then(|_| super::spent_rbuf(c, this));
+    let size = match socket {
         Some(socket) => {
             let header = super::socket_refill(socket, 4, spent, true)?;
             // SAFETY: `header` is a String of at least 4 bytes (read_all's loop), copied out at once.
