@@ -36,6 +36,7 @@ else
   require ours
 end
 require_relative "thrift_native/gzip_writer"
+require_relative "thrift_native/field_setters"
 
 module ThriftNative
   # The native methods as they were right after loading: { Class => { name => UnboundMethod } }.
