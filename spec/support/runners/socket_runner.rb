@@ -210,6 +210,22 @@ add.call("framed: flush after the peer closed", FRAMED.call) do |t, peer|
   t.write("x" * 70_000)
   t.flush
 end
+# IO#write converts what it writes (from UTF-8, to UTF-16LE): the native write, which does not, must not serve it.
+{ "framed" => [FRAMED, 12], "buffered" => [BUFFERED, 4] }.each do |name, (stack, converted_size)|
+  add.call("#{name}: a handle that converts what it writes", stack.call) do |t, peer|
+    t.instance_variable_get(:@transport).handle.set_encoding("UTF-16LE", "UTF-8")
+    t.write("hi")
+    t.flush
+    [peer.read(converted_size)]
+  end
+end
+add.call("framed: a large frame", FRAMED.call) do |t, peer|
+  payload = Random.new(1).bytes(300_000) # one object: the cases also run under GC.stress
+  t.write(payload)
+  reader = Thread.new { peer.read(300_004) }
+  t.flush
+  [reader.value == frame(payload)]
+end
 add.call("framed: write on a closed socket", FRAMED.call) do |t, _peer|
   t.instance_variable_get(:@transport).close
   t.write("x")

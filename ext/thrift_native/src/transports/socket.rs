@@ -1,7 +1,9 @@
 //! `Thrift::Socket` and `Thrift::UNIXSocket` beneath a FramedTransport, BufferedTransport or HeaderTransport: the
 //! calls those make on the socket (`read_all`, `read`, `write`, `flush`) done here, without the Ruby frames of
 //! `Socket#read`, `BaseTransport#read_all` and `open?`, and with the same calls on the socket's `@handle` in the
-//! same order (`closed?`, `readpartial`, `write`, and on a failure `close`).
+//! same order (`closed?`, `readpartial`, `write`, and on a failure `close`). A frame or a write buffer is written
+//! from Rust memory where IO#write would only copy a String's bytes into the handle (`write_bytes`): the same bytes
+//! and errors, with no String and no call of `write`.
 //!
 //! Only for a [`PlainSocket`]: an exact, unfrozen instance of one of the two classes, while none of their methods
 //! (nor BaseTransport's `read_all` and `flush`) has changed, with no timeout (`@timeout` nil or 0: the library's
@@ -27,7 +29,7 @@ use crate::ruby::names::{
     CLOSE, CLOSED_P, IVAR_DESC, IVAR_HANDLE, IVAR_TIMEOUT, LENGTH, MESSAGE, RAISE, READPARTIAL,
     WRITE,
 };
-use crate::ruby::rb;
+use crate::ruby::{io_write, rb};
 use crate::thrift::{bytes, thrift};
 
 /// The methods whose change (on either class, or BaseTransport's two) sends every socket back to its Ruby methods.
@@ -176,7 +178,28 @@ impl PlainSocket {
         let Some(handle) = self.open_handle()? else {
             return Err(closed_stream());
         };
+        self.handle_write(handle, s)
+    }
+
+    fn handle_write(self, handle: VALUE, s: VALUE) -> Result<VALUE, Error> {
         rb::funcall(handle, WRITE.get(), &[s]).map_err(|e| self.failed(e, Direction::Write))
+    }
+
+    /// `Socket#write(str)`, untimed, of bytes the caller holds (a frame, a write buffer's copy): what
+    /// `@handle.write(str)` does, without `str` (nor the frozen copy IO#write makes of a String that is not frozen)
+    /// where IO#write would only copy the bytes into the handle ([`io_write::direct_io`]); else `@handle.write` of a
+    /// String of them. Errors are IO#write's, rescued as the version rescues them. The bytes must not be Ruby
+    /// memory: the GVL is released while they are written.
+    pub fn write_bytes(self, bytes: &[u8]) -> Result<(), Error> {
+        let Some(handle) = self.open_handle()? else {
+            return Err(closed_stream());
+        };
+        if !io_write::direct_io(handle) {
+            return self
+                .handle_write(handle, rb::binary_string(bytes))
+                .map(drop);
+        }
+        io_write::write_direct(handle, bytes).map_err(|e| self.failed(e, Direction::Write))
     }
 
     /// What the version's `rescue` clauses do with `e`, raised by `@handle.readpartial` or `@handle.write`.

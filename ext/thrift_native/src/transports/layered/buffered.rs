@@ -132,7 +132,16 @@ fn flush(_ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
         match crate::transports::memory_buffer::plain_write_buffer(inner) {
             // What MemoryBufferTransport#write does with it: its bytes appended to the buffer.
             Some(buf) => rb::str_cat_str(buf, wbuf)?,
-            None => drop(write_beneath(inner, wbuf)?),
+            None => match PlainSocket::of(inner) {
+                // A copy of the bytes (the GVL is released while they are written, and `@wbuf` is Ruby's), in
+                // place of the frozen copy IO#write would make of `@wbuf`.
+                Some(socket) => {
+                    // SAFETY: `wbuf` is a String on this stack; its bytes are copied before anything else runs.
+                    let copy = unsafe { rb::str_bytes(wbuf) }.to_vec();
+                    socket.write_bytes(&copy)?
+                }
+                None => drop(write_beneath(inner, wbuf)?),
+            },
         }
         c.set_wbuf(this, rb::binary_string(&[]))?;
     }

@@ -205,15 +205,11 @@ fn flush(_ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
             let mut frame = Vec::with_capacity(4 + payload.len());
             frame.extend_from_slice(&size);
             frame.extend_from_slice(payload);
-            let frame = rb::binary_string(&frame);
-            if PlainSocket::of(inner).is_some() {
-                // IO#write first makes a hidden frozen String of one that is not frozen; a frozen one it writes
-                // as it is (Ruby 3.4 and later: a frozen one not embedded). IO's own write keeps nothing of it,
-                // and nothing else sees it.
-                // SAFETY: a new String on this stack; freezing only sets its flag.
-                unsafe { rb_sys::rb_obj_freeze(frame) };
+            match PlainSocket::of(inner) {
+                // The frame's bytes, with no String.
+                Some(socket) => socket.write_bytes(&frame)?,
+                None => drop(write_beneath(inner, rb::binary_string(&frame))?),
             }
-            write_beneath(inner, frame)?;
         }
     }
     flush_beneath(inner)?;
