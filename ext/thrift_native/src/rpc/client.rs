@@ -113,13 +113,9 @@ fn setter_id(key: VALUE) -> Result<ID, Error> {
     let mut buf = [0u8; 256];
     buf[..bytes.len()].copy_from_slice(bytes);
     buf[bytes.len()] = b'=';
-    // SAFETY: protected (a name of broken encoding raises EncodingError, as `send` would); `buf` holds len + 1 bytes;
-    // rb_check_id_cstr only looks the name up (no Symbol is made); the encoding is the name's own.
-    let id = magnus::rb_sys::protect(|| unsafe {
-        let enc = rb_sys::rb_enc_get(name);
-        rb_sys::rb_check_id_cstr(buf.as_ptr() as *const _, (bytes.len() + 1) as _, enc) as VALUE
-    })?;
-    Ok(id as ID)
+    // SAFETY: `name` is a String on this stack; rb_enc_get reads its encoding.
+    let enc = unsafe { rb_sys::rb_enc_get(name) };
+    super::existing_method_id(&buf[..bytes.len() + 1], enc)
 }
 
 /// `data.send("#{k}=", v)` (0.14-0.19: `"#{k.to_s}="`).

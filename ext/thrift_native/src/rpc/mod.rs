@@ -173,3 +173,31 @@ pub fn init(ruby: &Ruby) -> Result<(), Error> {
     processor::init(ruby)?;
     multiplexed::init(ruby)
 }
+
+/// The ID of the method name `bytes` in encoding `enc`, if its Symbol exists; 0 if not, and also for a name this
+/// cannot tell is validly encoded (only UTF-8, US-ASCII and ASCII-8BIT names are looked up): Ruby's
+/// rb_check_id_cstr raises EncodingError for a broken name by inspecting a fake String that lives in its own C frame
+/// and has no class, which crashed the VM under GC.stress; the caller's library path raises it from a real String.
+pub(crate) fn existing_method_id(bytes: &[u8], enc: *mut rb_sys::rb_encoding) -> Result<ID, Error> {
+    // SAFETY: `enc` is one of Ruby's loaded encodings; the index functions only read Ruby's encoding table.
+    let (index, utf8, us_ascii, binary) = unsafe {
+        (
+            rb_sys::rb_enc_to_index(enc),
+            rb_sys::rb_utf8_encindex(),
+            rb_sys::rb_usascii_encindex(),
+            rb_sys::rb_ascii8bit_encindex(),
+        )
+    };
+    let valid = (index == binary)
+        || (index == utf8 && std::str::from_utf8(bytes).is_ok())
+        || (index == us_ascii && bytes.is_ascii());
+    if !valid {
+        return Ok(0);
+    }
+    // SAFETY: protected; `bytes` stays valid for the call; a validly encoded name makes rb_check_id_cstr only look
+    // the name up (no Symbol is made, nothing raised but NoMemoryError).
+    let id = magnus::rb_sys::protect(|| unsafe {
+        rb_sys::rb_check_id_cstr(bytes.as_ptr() as *const _, bytes.len() as _, enc) as VALUE
+    })?;
+    Ok(id as ID)
+}

@@ -78,12 +78,7 @@ fn id_with_prefix(bytes: &[u8], enc: *mut rb_sys::rb_encoding) -> Result<ID, Err
     let mut buf = [0u8; 256];
     buf[..8].copy_from_slice(b"process_");
     buf[8..8 + bytes.len()].copy_from_slice(bytes);
-    // SAFETY: protected (a name of broken encoding raises EncodingError, as `respond_to?` would); `buf` holds the
-    // name's bytes; rb_check_id_cstr only looks the name up.
-    let id = magnus::rb_sys::protect(|| unsafe {
-        rb_sys::rb_check_id_cstr(buf.as_ptr() as *const _, (8 + bytes.len()) as _, enc) as VALUE
-    })?;
-    Ok(id as ID)
+    super::existing_method_id(&buf[..8 + bytes.len()], enc)
 }
 
 /// `iprot.skip(Types::STRUCT); iprot.read_message_end; write_error(ApplicationException.new(code, message), ...)`,
