@@ -13,6 +13,7 @@
 $LOAD_PATH.unshift File.expand_path("../lib", __dir__)
 require "thrift_native"
 require_relative "../test_support/child_ruby"
+require_relative "../test_support/gc_stress"
 require_relative "support/fixtures/custom_transport"
 require_relative "support/helpers/ruby_facts"
 require_relative "support/runners/outcome"

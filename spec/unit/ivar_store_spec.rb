@@ -148,7 +148,7 @@ RSpec.describe "Struct fields set by learned shape transitions" do
   it "reads right under GC.stress" do
     wide = IvarStoreSpec::Steady
     bytes = message((1..20).to_a)
-    GC.stress = true
+    GC.stress = GcStress.setting
     objs = begin
       Array.new(3) { read_into(wide.new, bytes) }
     ensure

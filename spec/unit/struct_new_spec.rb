@@ -69,7 +69,7 @@ RSpec.describe "Thrift::Struct#initialize and Thrift::Union#initialize" do
   it "keeps every value under GC stress" do
     klass = ten_fields
     made = []
-    GC.stress = true
+    GC.stress = GcStress.setting
     begin
       20.times { |i| made << klass.new(a: i, b: "b#{i}", "h" => "h#{i}") << CodecTest::Choice.new(text: "t#{i}") }
     ensure

@@ -8,6 +8,7 @@
 #   each case's calls under GC.stress)
 # outcome: [:ok, inspect of the answer] or the exception (outcome.rb); calls: the doubles' log in order.
 require_relative "../../../test_support/accelerator"
+require_relative "../../../test_support/gc_stress"
 require_relative "outcome"
 require_relative "../fixtures/key_named"
 
@@ -230,7 +231,7 @@ REAL_CASES << ["binary: a bad header (C's errors)", -> { real_call(:binary, "\xF
 
 real = REAL_CASES.map do |name, action|
   outcome = begin
-    GC.stress = true if ENV["GC_STRESS"]
+    GC.stress = GcStress.setting if ENV["GC_STRESS"]
     answer = action.call
     GC.stress = false
     Outcome.ok(answer.inspect)
@@ -245,7 +246,7 @@ out = CASES.map do |name, (setup, action)|
   setup = setup.merge(input: setup[:input]&.call || "")
   c, log = client(setup.fetch(:klass, TestClient), **setup.except(:klass))
   outcome = begin
-    GC.stress = true if ENV["GC_STRESS"]
+    GC.stress = GcStress.setting if ENV["GC_STRESS"]
     answer = action.call(c)
     GC.stress = false
     Outcome.ok(answer.inspect)

@@ -14,6 +14,7 @@
 # a PipeTransport (spec/support/fixtures). The state is then the read buffer's unread bytes and @index, and the bytes
 # left beneath.
 require_relative "../../../test_support/accelerator"
+require_relative "../../../test_support/gc_stress"
 require_relative "outcome"
 Accelerator.load(ARGV.fetch(0))
 require_relative "../../../test_support/codec_types"
@@ -89,7 +90,7 @@ def read_shape(shape, prot, outcomes)
 end
 
 inputs = Marshal.load($stdin.read)
-GC.stress = true if ENV["GC_STRESS"]
+GC.stress = GcStress.setting if ENV["GC_STRESS"]
 results = inputs.each_with_index.map do |(shape, bytes), index|
   trans = transport_for(bytes, index)
   prot = PROTOCOL.new(trans)

@@ -7,6 +7,7 @@
 # hand a value to the protocol's method (another encoding, nil, an Integer out of range or for a double), or fails
 # half-way (validate, an unknown type), then may go on writing. With GC_STRESS=1 the cases run under GC.stress.
 require_relative "../../../test_support/accelerator"
+require_relative "../../../test_support/gc_stress"
 require_relative "outcome"
 Accelerator.load(ARGV.fetch(0))
 require_relative "../../../test_support/codec_types"
@@ -58,7 +59,7 @@ cases = {
     end
   }
 }
-GC.stress = true if ENV["GC_STRESS"]
+GC.stress = GcStress.setting if ENV["GC_STRESS"]
 outcomes = cases.transform_values(&:call)
 GC.stress = false
 $stdout.write Marshal.dump(outcomes)

@@ -8,6 +8,7 @@
 # outcome: [:ok, inspect of what `process` answered] or the exception; what the services saw: for each `process` a
 # service was asked, its name, the protocol's class and what that protocol's read_message_begin answered.
 require_relative "../../../test_support/accelerator"
+require_relative "../../../test_support/gc_stress"
 require_relative "outcome"
 
 Accelerator.load(ARGV.fetch(0))
@@ -110,7 +111,7 @@ out = CASES.map do |name, setup, variant|
   mux.register_processor("", Service.new("empty", seen))
   mux.register_default(Service.new("default", seen)) if variant == :default && MASTER
   outcome = begin
-    GC.stress = true if ENV["GC_STRESS"]
+    GC.stress = GcStress.setting if ENV["GC_STRESS"]
     answer = mux.process(iprot, oprot)
     GC.stress = false
     Outcome.ok(answer.inspect)

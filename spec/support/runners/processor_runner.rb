@@ -8,6 +8,7 @@
 # outcome: [:ok, inspect of what `process` answered] or the exception; a logged line is kept to its first line (the
 # rest is the backtrace, whose frames differ between a Ruby and a native `process`) and its line count (at least 2).
 require_relative "../../../test_support/accelerator"
+require_relative "../../../test_support/gc_stress"
 require_relative "outcome"
 
 Accelerator.load(ARGV.fetch(0))
@@ -184,7 +185,7 @@ REAL_CASES.push(
 
 # What `processor.process(iprot, oprot)` answers or raises (under GC.stress with GC_STRESS=1).
 def process_outcome(processor, iprot, oprot)
-  GC.stress = true if ENV["GC_STRESS"]
+  GC.stress = GcStress.setting if ENV["GC_STRESS"]
   answer = processor.process(iprot, oprot)
   GC.stress = false
   Outcome.ok(answer.inspect)

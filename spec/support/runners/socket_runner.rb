@@ -11,6 +11,7 @@
 # Thrift::Socket's own Ruby methods that ran (which the native calls skip: not compared).
 require "socket"
 require_relative "../../../test_support/accelerator"
+require_relative "../../../test_support/gc_stress"
 require_relative "outcome"
 
 Accelerator.load(ARGV.fetch(0))
@@ -308,7 +309,7 @@ add.call("buffered: flush after the peer closed", BUFFERED.call(Thrift::UNIXSock
   t.flush
 end
 
-GC.stress = true if ENV["GC_STRESS"]
+GC.stress = GcStress.setting if ENV["GC_STRESS"]
 out = cases.map { |name, setup, calls| run_case(name, setup, &calls) }
 GC.stress = false
 $stdout.write Marshal.dump(out)

@@ -11,6 +11,7 @@
 # the ZLIB transform.
 
 require_relative "../../../test_support/accelerator"
+require_relative "../../../test_support/gc_stress"
 require_relative "../../../test_support/codec_types"
 require_relative "../../../test_support/codec_samples"
 require_relative "../helpers/ruby_facts"
@@ -71,7 +72,7 @@ dispatching = Class.new(HEADER ? Thrift::HeaderProtocol : KLASS)
 stream = expected.join
 out = {}
 begin
-  GC.stress = true
+  GC.stress = GcStress.setting
   out[:stress_written] = write_all(objects.first(2))
   out[:stress_read] = read_all(stream, 2) == objects.first(2)
 ensure
