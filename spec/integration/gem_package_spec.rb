@@ -23,6 +23,8 @@ RSpec.describe "The packaged gem" do
   end
 
   it "builds, installs offline without cargo's target directory, and loads from the installed gem" do
+    # bin/matrix sets this in the cells whose Ruby another cell's gem build covers (CI's time: a release build each).
+    skip ENV["THRIFT_NATIVE_SKIP_SOURCE_GEM"] if ENV["THRIFT_NATIVE_SKIP_SOURCE_GEM"]
     Dir.mktmpdir("thrift_native_gem") do |dir|
       gem_file = File.join(dir, "thrift_native.gem")
       home = File.join(dir, "home")
