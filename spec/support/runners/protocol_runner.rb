@@ -11,7 +11,7 @@
 # ops: [[method, *args], ...]; every call's result or exception is recorded (tagged: outcome.rb), then the bytes.
 # Pseudo-ops: [:feed, bytes] appends bytes to the transport; [:flush] flushes it (a frame, a buffer); [:new_protocol] continues with a fresh protocol on the
 # same transport (a compact reader starts with its own field-id stack); [:reset, bytes] starts over: the transport
-# holds just `bytes`, read by a fresh protocol.
+# holds just `bytes`, read by a fresh protocol; [:unread] records the bytes the transports hold (as at the end).
 
 require_relative "../../../test_support/accelerator"
 require_relative "outcome"
@@ -52,6 +52,15 @@ trans = case layer
         else inner
         end
 
+unread = lambda do |t|
+  case t
+  when PipeTransport then t.unread
+  when Thrift::MemoryBufferTransport then t.instance_variable_get(:@buf).byteslice(t.instance_variable_get(:@index)..)
+  else [t.instance_variable_get(:@rbuf).byteslice(t.instance_variable_get(:@index)..), t.instance_variable_get(:@wbuf)]
+  end
+end
+unread_now = -> { trans.equal?(inner) ? unread.call(inner) : [unread.call(trans), unread.call(inner)] }
+
 ops = Marshal.load($stdin.read)
 prot = protocol_class.new(trans)
 results = ops.map do |name, *args|
@@ -59,6 +68,7 @@ results = ops.map do |name, *args|
     inner.write(args.first)
     next Outcome.ok(nil)
   end
+  next Outcome.ok(unread_now.call) if name == :unread
   if name == :flush
     trans.flush
     next Outcome.ok(nil)
@@ -76,12 +86,5 @@ rescue StandardError, ScriptError => e
   Outcome.failed(e)
 end
 $stdout.binmode
-unread = lambda do |t|
-  case t
-  when PipeTransport then t.unread
-  when Thrift::MemoryBufferTransport then t.instance_variable_get(:@buf).byteslice(t.instance_variable_get(:@index)..)
-  else [t.instance_variable_get(:@rbuf).byteslice(t.instance_variable_get(:@index)..), t.instance_variable_get(:@wbuf)]
-  end
-end
-bytes = trans.equal?(inner) ? unread.call(inner) : [unread.call(trans), unread.call(inner)]
+bytes = unread_now.call
 $stdout.write Marshal.dump(results: results, bytes: bytes, calls: inner.respond_to?(:calls) ? inner.calls.uniq.sort : nil)
