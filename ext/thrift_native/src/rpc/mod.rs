@@ -1,7 +1,8 @@
 //! The Ruby around the codec in an RPC call, native: `client.rs` (`Thrift::Client`, the client's half of a call),
 //! `processor.rs` (`Thrift::Processor`, the server's half) and `multiplexed.rs` (`Thrift::MultiplexedProcessor`).
 //! What they use is here: the message types, Ruby's answers to `==`, `!=`, a multiple assignment and "is this method
-//! still Ruby's own", and the message header read by our protocols without the objects the caller would drop.
+//! still Ruby's own", a method's ID looked up without making its Symbol, and the message header read by our
+//! protocols without the objects the caller would drop.
 
 mod client;
 mod multiplexed;
