@@ -12,7 +12,12 @@ RSpec.describe "Transports over Thrift::Socket, differentially" do
             "framed: frames after a large one, a frozen @rbuf, slices kept",
             "buffered: slices kept across refills, a frozen @rbuf",
             "framed: write and flush", "framed: flush after the peer closed", "framed over TCP: reset by the peer"]
-  in_ruby = ["framed: with a timeout (the Ruby methods)", "framed: a Socket subclass", "framed: a handle double"]
+  in_ruby = ["framed: a Socket subclass", "framed: a handle double", "framed, timed: a Rational timeout (the Ruby methods)",
+             "framed, timed: read_nonblock prepended on BasicSocket (the Ruby methods)"]
+  # Timed sockets: native on thrift master (read_nonblock and write_nonblock), the Ruby methods before.
+  timed = ["framed: with a timeout", "framed, timed: a frame in two writes, the second after a pause",
+           "framed, timed: write and flush, then read", "buffered, timed: reads and a write",
+           accepted = "framed, timed: a ServerSocket's accepted socket"] # timed on master only
 
   # Everything but the socket's own Ruby methods (up to `upto`: the handle's calls are left out under GC.stress,
   # where a slow reader may find a frame written in two parts whole).
@@ -28,8 +33,12 @@ RSpec.describe "Transports over Thrift::Socket, differentially" do
   # Where IO#write would only copy the bytes into the handle (no conversion: ruby/io_write.rs), our flush writes them
   # with rb_io_bufwrite, which TracePoint does not see as a call: `write` is left out of both sides' calls, and
   # writes are compared by the bytes the peer reads and the errors they raise.
+  # A timed read or write calls read_nonblock or write_nonblock until it is done, as often as the peer's pace makes
+  # it: runs of them count as one.
   def without_writes(calls)
-    calls.is_a?(Array) ? calls - [:write] : calls
+    return calls unless calls.is_a?(Array)
+
+    (calls - [:write]).chunk_while { |a, b| a == b && %i[__read_nonblock __write_nonblock].include?(a) }.map(&:first)
   end
 
   def check_paths(ours, native, in_ruby)
@@ -48,10 +57,11 @@ RSpec.describe "Transports over Thrift::Socket, differentially" do
 
   it "answers, raises and calls the handle as the library does (the loaded thrift)" do
     runs = %w[pure c ours].to_h { |a| [a, ChildRuby.marshal(script, a)] }
+    master = Thrift::Socket.private_method_defined?(:close_socket)
     expect(runs["ours"].size).to be >= 31
     compare(runs["ours"], runs["pure"], "pure")
     compare(runs["ours"], runs["c"], "c")
-    check_paths(runs["ours"], native, in_ruby)
+    check_paths(runs["ours"], native, in_ruby + (master ? [] : timed - [accepted]))
     errors = runs["ours"].select { |o| o[1][0] == :error }
     # A closed socket raises IOError before master (which raises a TransportException, and has close_socket).
     closed_stream = Thrift::Socket.private_method_defined?(:close_socket) ? [] : ["IOError"]
@@ -64,7 +74,17 @@ RSpec.describe "Transports over Thrift::Socket, differentially" do
     runs = %w[pure-master c-master ours-master].to_h { |a| [a, ChildRuby.marshal(script, a, env: env)] }
     compare(runs["ours-master"], runs["pure-master"], "pure-master")
     compare(runs["ours-master"], runs["c-master"], "c-master")
-    check_paths(runs["ours-master"], native, in_ruby)
+    check_paths(runs["ours-master"], native + timed, in_ruby)
+    timeouts = runs["ours-master"].select { |o| o[1][0] == :error && o[1][3] == Thrift::TransportException::TIMED_OUT }
+    expect(timeouts.map { |o| [o[0], o[1][2], o[3]] }).to contain_exactly(
+      ["framed, timed: the frame's rest never comes", "Socket: Timed out reading 64 bytes from localhost:9090", :nil], # 36 of the 100 came,
+      ["framed, timed: a write the peer never reads",
+       "Socket: Timed out writing 3000004 bytes to localhost:9090", :nil],
+      ["framed: a timeout that expires", "Socket: Timed out reading 4 bytes from localhost:9090", :nil]
+    )
+    # The timed paths under GC stress.
+    stressed = ChildRuby.marshal(script, "ours-master", env: env.merge("GC_STRESS" => "1"))
+    compare(stressed, runs["c-master"], "c-master", upto: 3)
     closed = runs["ours-master"].find { |o| o[0] == "framed: the socket closed (handle nil)" }
     expect(closed[1]).to eq([:error, "Thrift::TransportException", "closed stream", 1])
   end

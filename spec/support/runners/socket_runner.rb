@@ -232,9 +232,75 @@ add.call("framed: write on a closed socket", FRAMED.call) do |t, _peer|
   t.write("x")
   t.flush
 end
-add.call("framed: with a timeout (the Ruby methods)", FRAMED.call(timeout: 5)) do |t, peer|
+add.call("framed: with a timeout", FRAMED.call(timeout: 5)) do |t, peer|
   peer.write(frame("timed"))
   [t.read(5)]
+end
+# Timed sockets: thrift master's read_nonblock and write_nonblock, with a wait (transports/socket/timed.rs); the
+# Ruby methods before master.
+add.call("framed, timed: a frame in two writes, the second after a pause", FRAMED.call(timeout: 5)) do |t, peer|
+  data = frame("p" * 500)
+  peer.write(data[0, 2])
+  writer = Thread.new { sleep 0.2; peer.write(data[2, 200]); sleep 0.2; peer.write(data[202..]) }
+  [t.read(500).bytesize].tap { writer.join }
+end
+add.call("framed, timed: the peer closes mid-frame", FRAMED.call(timeout: 2.5)) do |t, peer|
+  peer.write(frame("q" * 100)[0, 40])
+  peer.close
+  t.read(10)
+end
+add.call("framed, timed: the frame's rest never comes", FRAMED.call(timeout: 0.3)) do |t, peer|
+  peer.write(frame("q" * 100)[0, 40])
+  t.read(10)
+end
+add.call("framed, timed: our end closed", FRAMED.call(timeout: 5)) do |t, _peer|
+  t.instance_variable_get(:@transport).handle.close
+  t.read(1)
+end
+add.call("framed, timed: write and flush, then read", FRAMED.call(timeout: 5)) do |t, peer|
+  t.write("timed write")
+  r = t.flush
+  peer.write(frame("answer"))
+  [r, peer.read(15), t.read(6)]
+end
+add.call("framed, timed: a large frame the peer reads slowly", FRAMED.call(timeout: 5)) do |t, peer|
+  payload = Random.new(2).bytes(600_000)
+  t.write(payload)
+  reader = Thread.new { sleep 0.1; peer.read(600_004) }
+  t.flush
+  [reader.value == frame(payload)]
+end
+add.call("framed, timed: a write the peer never reads", FRAMED.call(timeout: 0.3)) do |t, _peer|
+  t.write("w" * 3_000_000)
+  t.flush
+end
+add.call("framed, timed: flush after the peer closed", FRAMED.call(Thrift::UNIXSocket, timeout: 5)) do |t, peer|
+  peer.close
+  t.write("x" * 100_000)
+  t.flush
+end
+add.call("buffered, timed: reads and a write", BUFFERED.call(timeout: 1)) do |t, peer|
+  peer.write("0123456789" * 500)
+  t.write("abc")
+  t.flush
+  [t.read(3), t.read_byte, t.read_all(4000), peer.read(3)]
+end
+add.call("framed, timed: a Rational timeout (the Ruby methods)", FRAMED.call(timeout: 5r)) do |t, peer|
+  peer.write(frame("rational"))
+  [t.read(8)]
+end
+add.call("framed, timed: a ServerSocket's accepted socket", lambda {
+  server = Thrift::ServerSocket.new("127.0.0.1", 0)
+  server.listen
+  peer = TCPSocket.new("127.0.0.1", server.handle.addr[1])
+  socket = server.accept
+  server.close
+  [Thrift::FramedTransport.new(socket), socket, peer]
+}) do |t, peer|
+  peer.write(frame("accepted"))
+  t.write("back")
+  t.flush
+  [t.read(8), peer.read(8), t.instance_variable_get(:@transport).timeout]
 end
 add.call("framed: a timeout of 0 (untimed)", FRAMED.call(timeout: 0)) do |t, peer|
   peer.write(frame("zero"))
@@ -307,6 +373,13 @@ add.call("buffered: flush after the peer closed", BUFFERED.call(Thrift::UNIXSock
   peer.close
   t.write("x" * 100_000)
   t.flush
+end
+# Last: it changes BasicSocket for the rest of the process.
+add.call("framed, timed: read_nonblock prepended on BasicSocket (the Ruby methods)", FRAMED.call(timeout: 5)) do |t, peer|
+  $nonblock_reads = 0
+  BasicSocket.prepend(Module.new { def read_nonblock(*, **) = ($nonblock_reads += 1) && super })
+  peer.write(frame("prepended"))
+  [t.read(9), $nonblock_reads]
 end
 
 GC.stress = GcStress.setting if ENV["GC_STRESS"]

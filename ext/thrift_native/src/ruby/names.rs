@@ -70,6 +70,8 @@ define_rb_intern!(
     IVAR_DESC => "@desc",
     CLOSED_P => "closed?",
     READPARTIAL => "readpartial",
+    READ_NONBLOCK => "read_nonblock",
+    WRITE_NONBLOCK => "write_nonblock",
     MESSAGE => "message",
     RAISE => "raise",
     APPEND => "<<",

@@ -6,9 +6,10 @@
 //! and errors, with no String and no call of `write`.
 //!
 //! Only for a [`PlainSocket`]: an exact, unfrozen instance of one of the two classes, while none of their methods
-//! (nor BaseTransport's `read_all` and `flush`) has changed, with no timeout (`@timeout` nil or 0: the library's
-//! untimed branch, one `readpartial` or `write` per call) and a `@handle` whose `readpartial` and `write` are IO's
-//! own. Anything else gets the socket's Ruby methods, called as before. A socket that is not open raises the loaded
+//! (nor BaseTransport's `read_all` and `flush`) has changed, with a `@handle` whose `readpartial` and `write` are
+//! IO's own, and either no timeout (`@timeout` nil or 0: the library's untimed branch, one `readpartial` or `write`
+//! per call) or master's timed branch as [`timed`] serves it (`read_nonblock`/`write_nonblock` and a wait, what
+//! master's servers give every accepted socket). Anything else gets the socket's Ruby methods, called as before. A socket that is not open raises the loaded
 //! version's error (IOError "closed stream" on 0.14-0.19, a TransportException with that message on master).
 //!
 //! The two versions of socket.rb differ in what a failed `readpartial` or `write` does before it raises
@@ -31,6 +32,8 @@ use crate::ruby::names::{
 };
 use crate::ruby::{io_write, rb};
 use crate::thrift::{bytes, thrift};
+
+mod timed;
 
 /// The methods whose change (on either class, or BaseTransport's two) sends every socket back to its Ruby methods.
 const WATCHED: [&str; 7] = [
@@ -55,6 +58,8 @@ static UNKNOWN: AtomicI64 = AtomicI64::new(0);
 #[derive(Clone, Copy)]
 pub struct PlainSocket {
     this: VALUE,
+    /// `@timeout` of a timed socket that [`timed`] serves; None for an untimed one.
+    timeout: Option<f64>,
 }
 
 impl PlainSocket {
@@ -66,18 +71,26 @@ impl PlainSocket {
         {
             return None;
         }
-        if !GUARD.intact()
-            || rb::is_frozen(trans)
-            || !untimed(rb::ivar_get(trans, IVAR_TIMEOUT.get()))
+        if !GUARD.intact() || rb::is_frozen(trans) {
+            return None;
+        }
+        let timeout = rb::ivar_get(trans, IVAR_TIMEOUT.get());
+        let timeout = if untimed(timeout) {
+            None
+        } else {
+            Some(timed::seconds(timeout)?)
+        };
+        let handle = rb::ivar_get(trans, IVAR_HANDLE.get());
+        // A nil handle (not open) is served too: `read`/`write` then raise the version's closed-stream error.
+        if !rb::is_nil(handle)
+            && (!io_methods(handle) || (timeout.is_some() && !timed::served_handle(handle)))
         {
             return None;
         }
-        let handle = rb::ivar_get(trans, IVAR_HANDLE.get());
-        // A nil handle (not open) is served too: `read`/`write` then raise the version's closed-stream error.
-        if !rb::is_nil(handle) && !io_methods(handle) {
-            return None;
-        }
-        Some(PlainSocket { this: trans })
+        Some(PlainSocket {
+            this: trans,
+            timeout,
+        })
     }
 
     fn handle(self) -> VALUE {
@@ -116,8 +129,11 @@ impl PlainSocket {
         } else {
             &with_buf[..1]
         };
-        let data = rb::funcall(handle, READPARTIAL.get(), args)
-            .map_err(|e| self.failed(e, Direction::Read))?;
+        let data = match self.timeout {
+            None => rb::funcall(handle, READPARTIAL.get(), args),
+            Some(timeout) => timed::read(self, handle, sz, buf, timeout),
+        }
+        .map_err(|e| self.failed(e, Direction::Read))?;
         if rb::is_nil(data) || length(data)? == 0 {
             // "Socket: Could not read #{sz} bytes from #{@desc}"
             let parts = [
@@ -182,7 +198,11 @@ impl PlainSocket {
     }
 
     fn handle_write(self, handle: VALUE, s: VALUE) -> Result<VALUE, Error> {
-        rb::funcall(handle, WRITE.get(), &[s]).map_err(|e| self.failed(e, Direction::Write))
+        match self.timeout {
+            None => rb::funcall(handle, WRITE.get(), &[s]),
+            Some(timeout) => timed::write(self, handle, s, timeout),
+        }
+        .map_err(|e| self.failed(e, Direction::Write))
     }
 
     /// `Socket#write(str)`, untimed, of bytes the caller holds (a frame, a write buffer's copy): what
@@ -194,7 +214,7 @@ impl PlainSocket {
         let Some(handle) = self.open_handle()? else {
             return Err(closed_stream());
         };
-        if !io_write::direct_io(handle) {
+        if self.timeout.is_some() || !io_write::direct_io(handle) {
             return self
                 .handle_write(handle, rb::binary_string(bytes))
                 .map(drop);
@@ -370,6 +390,7 @@ pub fn init(ruby: &Ruby) -> Result<(), Error> {
     let master: bool =
         socket.funcall("private_method_defined?", (ruby.to_symbol("close_socket"),))?;
     MASTER_RESCUE.store(master, Ordering::Relaxed);
+    timed::init(ruby, exception)?;
     for class in [socket, unix_socket, base] {
         rb::pin_forever(class.as_raw());
         GUARD.watch(class.as_raw(), Watch::Methods(&WATCHED));
