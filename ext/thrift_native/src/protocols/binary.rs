@@ -47,7 +47,7 @@ fn output(protocol: Value) -> Output {
 fn write_string_to(ruby: &Ruby, out: &Output, s: Value) -> Result<(), Error> {
     let raw = s.as_raw();
     if !rb::is_string(raw) {
-        return Err(Error::new(
+        return Err(crate::thrift::errors::exception(
             ruby.exception_standard_error(),
             "Value should be a string",
         ));

@@ -140,7 +140,7 @@ pub fn float_value(v: Value) -> Result<f64, Error> {
 pub fn string_length(ruby: &Ruby, s: VALUE, message: &'static str) -> Result<i32, Error> {
     // SAFETY: `s` is a String.
     i32::try_from(unsafe { rb::str_len(s) })
-        .map_err(|_| Error::new(ruby.exception_range_error(), message))
+        .map_err(|_| crate::thrift::errors::exception(ruby.exception_range_error(), message))
 }
 
 /// The 16 bytes of a UUID's text: INVALID_DATA "UUID must be a string" or "Invalid UUID format" otherwise.

@@ -37,7 +37,7 @@ use crate::ruby::rb::StaticId;
 /// accelerator would read past it).
 fn header_entry(header: VALUE, i: usize) -> Result<VALUE, Error> {
     if !rb::is_array(header) {
-        return Err(Error::new(
+        return Err(crate::thrift::errors::exception(
             Ruby::get().expect("Ruby thread").exception_type_error(),
             "protocol header is not an Array",
         ));

@@ -114,9 +114,9 @@ fn header_protocol(protocol: VALUE) -> Option<Fast> {
 /// `(prot, depth = DEFAULT_RECURSION_DEPTH)`, as the C accelerator parses it (NUM2INT).
 fn parse_args(ruby: &Ruby, args: &[Value]) -> Result<(VALUE, i64), Error> {
     if args.is_empty() || args.len() > 2 {
-        return Err(Error::new(
+        return Err(crate::thrift::errors::exception(
             ruby.exception_arg_error(),
-            format!(
+            &format!(
                 "wrong number of arguments (given {}, expected 1..2)",
                 args.len()
             ),

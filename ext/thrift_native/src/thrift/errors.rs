@@ -1,6 +1,10 @@
 //! The exceptions of the thrift contract (ProtocolException and TransportException with their codes, the
 //! MemoryBufferTransport EOF, the argument checks' messages), and the mapping of every core error to its exception.
 //! Zlib's exceptions are built by the GzipWriter; Ruby's own (TypeError from a conversion, FrozenError) by Ruby.
+//!
+//! Messages are BINARY Strings, as the C accelerator's (`rb_raise` and `rb_str_new` make ASCII-8BIT messages) and the
+//! transports' Ruby files (`# encoding: ascii-8bit`) make theirs; only the JSON protocol's, which json_protocol.rb
+//! raises from UTF-8 source, are UTF-8.
 
 use magnus::prelude::*;
 use magnus::{Error, Ruby, Value};
@@ -12,10 +16,34 @@ use crate::thrift::thrift;
 pub const MEMORY_BUFFER_EOF: &str = "Not enough bytes remain in memory buffer";
 
 fn new_exception(class: rb_sys::VALUE, code: i64, message: &str) -> Error {
-    let ruby = Ruby::get().expect("called from a Ruby thread");
-    // SAFETY: `class` is a pinned exception class cached at load time.
-    let class = unsafe { crate::ruby::rb::value(class) };
-    match class.funcall::<_, _, Value>("new", (code, ruby.str_new(message))) {
+    new_exception_of(
+        class,
+        code,
+        crate::ruby::rb::binary_string(message.as_bytes()),
+    )
+}
+
+fn new_exception_of(class: rb_sys::VALUE, code: i64, message: rb_sys::VALUE) -> Error {
+    // SAFETY: `class` is a pinned exception class cached at load time; `message` a String on this stack.
+    let (class, message) = unsafe {
+        (
+            crate::ruby::rb::value(class),
+            crate::ruby::rb::value(message),
+        )
+    };
+    match class.funcall::<_, _, Value>("new", (code, message)) {
+        Ok(exception) => Error::from(
+            magnus::Exception::from_value(exception).expect("an Exception subclass's new"),
+        ),
+        Err(e) => e,
+    }
+}
+
+/// `class.new(message)` of one of Ruby's exception classes, the message BINARY.
+pub fn exception(class: magnus::ExceptionClass, message: &str) -> Error {
+    let message = crate::ruby::rb::binary_string(message.as_bytes());
+    // SAFETY: `message` is a String on this stack.
+    match class.funcall::<_, _, Value>("new", (unsafe { crate::ruby::rb::value(message) },)) {
         Ok(exception) => Error::from(
             magnus::Exception::from_value(exception).expect("an Exception subclass's new"),
         ),
@@ -47,20 +75,20 @@ pub fn negative_size() -> Error {
 }
 
 pub fn eof(ruby: &Ruby) -> Error {
-    Error::new(ruby.exception_eof_error(), MEMORY_BUFFER_EOF)
+    exception(ruby.exception_eof_error(), MEMORY_BUFFER_EOF)
 }
 
 /// `StandardError "nil argument not allowed!"` (the class is exactly StandardError).
 pub fn nil_argument(ruby: &Ruby) -> Error {
-    Error::new(ruby.exception_standard_error(), "nil argument not allowed!")
+    exception(ruby.exception_standard_error(), "nil argument not allowed!")
 }
 
 pub fn integer_expected(ruby: &Ruby) -> Error {
-    Error::new(ruby.exception_type_error(), "integer argument expected")
+    exception(ruby.exception_type_error(), "integer argument expected")
 }
 
 pub fn out_of_bounds(ruby: &Ruby) -> Error {
-    Error::new(ruby.exception_range_error(), "integer out of bounds")
+    exception(ruby.exception_range_error(), "integer out of bounds")
 }
 
 /// Maps a core error to the exception the C accelerator raises for it.
@@ -69,9 +97,9 @@ pub fn from_core(ruby: &Ruby, error: CoreError) -> Error {
         CoreError::Eof { .. } => eof(ruby),
         CoreError::NegativeSize => negative_size(),
         CoreError::UnknownCompactType(t) if !thrift().contract.compact_unknown_type_errors => {
-            Error::new(
+            exception(
                 ruby.exception_standard_error(),
-                format!("don't know what type: {t}"),
+                &format!("don't know what type: {t}"),
             )
         }
         CoreError::InvalidUuid
@@ -82,7 +110,7 @@ pub fn from_core(ruby: &Ruby, error: CoreError) -> Error {
             protocol(thrift().codes.invalid_data, &error.to_string())
         }
         // The struct decoder of thrift 0.14-0.22 met a negative list or set size in `rb_ary_new2`.
-        CoreError::NegativeContainerSize if !thrift().contract.typed_errors => Error::new(
+        CoreError::NegativeContainerSize if !thrift().contract.typed_errors => exception(
             ruby.exception_arg_error(),
             "negative array size (or size too big)",
         ),
@@ -96,26 +124,36 @@ pub fn from_core(ruby: &Ruby, error: CoreError) -> Error {
         CoreError::TooManyUnionFields | CoreError::InvalidUnionField
             if !thrift().contract.typed_errors =>
         {
-            Error::new(ruby.exception_runtime_error(), error.to_string())
+            exception(ruby.exception_runtime_error(), &error.to_string())
         }
         CoreError::TooManyUnionFields | CoreError::InvalidUnionField | CoreError::InvalidData => {
             protocol(thrift().codes.invalid_data, &error.to_string())
         }
         CoreError::UnknownReadType(_) | CoreError::UnknownWriteType(_) => {
-            Error::new(ruby.exception_not_imp_error(), error.to_string())
+            exception(ruby.exception_not_imp_error(), &error.to_string())
         }
         CoreError::MissingElementType | CoreError::MissingKeyOrValueType => {
-            Error::new(ruby.exception_arg_error(), error.to_string())
+            exception(ruby.exception_arg_error(), &error.to_string())
         }
-        CoreError::Unencodable => Error::new(ruby.exception_type_error(), error.to_string()),
+        CoreError::Unencodable => exception(ruby.exception_type_error(), &error.to_string()),
         // The JSON reader of the binding calls the protocol's method instead; never raised.
-        CoreError::JsonDeclined => Error::new(ruby.exception_runtime_error(), error.to_string()),
+        CoreError::JsonDeclined => exception(ruby.exception_runtime_error(), &error.to_string()),
+        // json_protocol.rb's own raise, from UTF-8 source.
         CoreError::UnknownJsonType(_) if thrift().contract.json_unknown_type_errors => {
-            protocol(thrift().codes.invalid_data, &error.to_string())
+            let message = crate::ruby::rb::utf8_string(error.to_string().as_bytes());
+            new_exception_of(
+                thrift().protocol_exception,
+                thrift().codes.invalid_data,
+                message,
+            )
         }
         // Before thrift master JsonProtocol raised `NotImplementedError.new` (its message, the class name).
-        CoreError::UnknownJsonType(_) => {
-            Error::new(ruby.exception_not_imp_error(), "NotImplementedError")
-        }
+        CoreError::UnknownJsonType(_) => match ruby
+            .exception_not_imp_error()
+            .funcall::<_, _, Value>("new", ())
+        {
+            Ok(e) => Error::from(magnus::Exception::from_value(e).expect("an exception")),
+            Err(e) => e,
+        },
     }
 }

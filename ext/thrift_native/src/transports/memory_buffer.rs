@@ -310,7 +310,7 @@ fn read_into_buffer(ruby: &Ruby, rb_self: Value, buffer: Value, size: Value) -> 
     // SAFETY: `buffer` is a String.
     let capacity = unsafe { rb::str_len(buffer) };
     if capacity == 0 {
-        return Err(Error::new(
+        return Err(crate::thrift::errors::exception(
             ruby.exception_index_error(),
             "index 0 out of string",
         ));
@@ -339,9 +339,9 @@ fn read_into_buffer(ruby: &Ruby, rb_self: Value, buffer: Value, size: Value) -> 
         return Err(if avail <= capacity {
             errors::eof(ruby)
         } else {
-            Error::new(
+            crate::thrift::errors::exception(
                 ruby.exception_index_error(),
-                format!("index {capacity} out of string"),
+                &format!("index {capacity} out of string"),
             )
         });
     }

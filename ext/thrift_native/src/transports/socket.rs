@@ -137,9 +137,9 @@ impl PlainSocket {
         if rb::is_nil(data) || length(data)? == 0 {
             // "Socket: Could not read #{sz} bytes from #{@desc}"
             let parts = [
-                rb::utf8_string(b"Socket: Could not read "),
+                rb::binary_string(b"Socket: Could not read "),
                 rb::integer(sz as i64),
-                rb::utf8_string(b" bytes from "),
+                rb::binary_string(b" bytes from "),
                 rb::ivar_get(self.this, IVAR_DESC.get()),
             ];
             let message = rb::interpolate(&parts)?;
@@ -287,7 +287,7 @@ fn closed_stream() -> Error {
         return crate::thrift::errors::transport(NOT_OPEN.load(Ordering::Relaxed), "closed stream");
     }
     let ruby = Ruby::get().expect("called from a Ruby thread");
-    Error::new(ruby.exception_io_error(), "closed stream")
+    crate::thrift::errors::exception(ruby.exception_io_error(), "closed stream")
 }
 
 /// The socket beneath a layered transport, when `flush` on it is BaseTransport's, which does nothing.

@@ -99,7 +99,7 @@ fn transport_error(e: HeaderError) -> Error {
             // SAFETY: Zlib::NeedDict is pinned at load time.
             let class = unsafe { rb::value(h.zlib_need_dict) };
             let class = magnus::ExceptionClass::from_value(class).expect("an exception class");
-            return Error::new(class, e.message);
+            return errors::exception(class, &e.message);
         }
     };
     errors::transport(code, &e.message)

@@ -233,7 +233,8 @@ fn in_rescue(wait: Wait, e: Error) -> Error {
     }
 }
 
-/// `TransportException.new(TIMED_OUT, "Socket: Timed out reading #{sz} bytes from #{@desc}")` (writing: "... to").
+/// `TransportException.new(TIMED_OUT, "Socket: Timed out reading #{sz} bytes from #{@desc}")` (writing: "... to"),
+/// the literals BINARY as socket.rb's (`# encoding: ascii-8bit`).
 #[cold]
 fn timed_out(socket: PlainSocket, wait: Wait, size: usize) -> Error {
     let (verb, preposition): (&[u8], &[u8]) = match wait {
@@ -241,9 +242,9 @@ fn timed_out(socket: PlainSocket, wait: Wait, size: usize) -> Error {
         Wait::Write => (b"Socket: Timed out writing ", b" bytes to "),
     };
     let parts = [
-        rb::utf8_string(verb),
+        rb::binary_string(verb),
         rb::integer(size as i64),
-        rb::utf8_string(preposition),
+        rb::binary_string(preposition),
         rb::ivar_get(socket.this, IVAR_DESC.get()),
     ];
     let message = match rb::interpolate(&parts) {
