@@ -5,7 +5,9 @@
 # it allocates per call, and the Ruby methods that run per call (TracePoint :call and :c_call, counted over CALLS
 # calls after a warm-up, in a second pass so that the tracing's own objects do not count).
 #
-#   ruby bench/rpc_profile.rb pure|c|c-master|ours|ours-master [framed-binary|buffered-compact] [CALLS]
+#   ruby bench/rpc_profile.rb pure|c|c-master|ours|ours-master [framed-binary|buffered-compact|multiplexed-binary] [CALLS]
+# (multiplexed: framed, the client's protocol a MultiplexedProtocol for service "Bench", the server a
+# MultiplexedProcessor with the service registered under that name.)
 #
 # With RPC_PROFILE_SITES=1 it also lists where the client's objects come from (class, and the Ruby line that made
 # them or called the native method that did), per call.
@@ -30,7 +32,9 @@ Accelerator.load(IMPL)
 CodecTypes.load_service!(File.expand_path("idl/bench_service.thrift", __dir__))
 
 transport_name, protocol_name = STACK.split("-")
-TRANSPORT = { "framed" => Thrift::FramedTransport, "buffered" => Thrift::BufferedTransport }.fetch(transport_name)
+MULTIPLEXED = transport_name == "multiplexed"
+TRANSPORT = { "framed" => Thrift::FramedTransport, "buffered" => Thrift::BufferedTransport,
+              "multiplexed" => Thrift::FramedTransport }.fetch(transport_name)
 PROTOCOL = Accelerator.protocol_class(protocol_name)
 
 # The server's answer, made once.
@@ -96,6 +100,9 @@ Dir.mktmpdir("thrift_native_rpc_profile") do |dir|
   pid = fork do
     results.close
     processor = BenchService::Bench::Processor.new(ProfileHandler.new)
+    if MULTIPLEXED
+      processor = Thrift::MultiplexedProcessor.new.tap { |mux| mux.register_processor("Bench", processor) }
+    end
     trans = TRANSPORT.new(server_socket.accept)
     prot = PROTOCOL.new(trans)
     serve = proc { processor.process(prot, prot) }
@@ -113,7 +120,9 @@ Dir.mktmpdir("thrift_native_rpc_profile") do |dir|
   writer.close
   trans = TRANSPORT.new(Thrift::UNIXSocket.new(path))
   trans.open
-  client = BenchService::Bench::Client.new(PROTOCOL.new(trans))
+  protocol = PROTOCOL.new(trans)
+  protocol = Thrift::MultiplexedProtocol.new(protocol, "Bench") if MULTIPLEXED
+  client = BenchService::Bench::Client.new(protocol)
   WARM_UP.times { |i| client.small(i) }
   objects = allocated { CALLS.times { |i| client.small(i) } }
   counts = TRACE ? methods_run { CALLS.times { |i| client.small(i) } } : {}

@@ -24,14 +24,15 @@ use magnus::rb_sys::AsRawValue;
 use magnus::{Error, Module, RModule, Ruby, Value};
 use rb_sys::{ID, VALUE};
 
+use super::decorated::Forwarded;
 use super::{basic, destructure, equal, k, message_types, not_equal};
 use crate::protocols::message_name::NameRead;
 use crate::ruby::guard::Originals;
 use crate::ruby::names::{
     APPEND, CLOSE, DEQUEUE_PENDING_SEQID, EACH_ID, FLUSH, HANDLE_EXCEPTION, IVAR_IPROT, IVAR_OPROT,
     IVAR_PENDING_SEQIDS, IVAR_SEQID, NEW, NEXT_SEQID, PLUS, RAISE_APPLICATION_EXCEPTION, READ,
-    READ_MESSAGE_BEGIN, READ_MESSAGE_END, SEND, SEND_MESSAGE_ARGS, SHIFT, TO_S, TRANS, WRITE,
-    WRITE_MESSAGE, WRITE_MESSAGE_BEGIN, WRITE_MESSAGE_END,
+    READ_MESSAGE_BEGIN, SEND, SEND_MESSAGE_ARGS, SHIFT, TO_S, TRANS, WRITE, WRITE_MESSAGE,
+    WRITE_MESSAGE_BEGIN,
 };
 use crate::ruby::{rb, registry};
 use crate::thrift::thrift;
@@ -151,7 +152,7 @@ fn standard_error(e: &Error) -> Option<VALUE> {
 }
 
 fn oprot_trans(this: VALUE) -> Result<VALUE, Error> {
-    rb::funcall(ivar(this, &IVAR_OPROT), TRANS.get(), &[])
+    super::decorated::call(ivar(this, &IVAR_OPROT), Forwarded::Trans)
 }
 
 /// 0.14-0.19 `send_message_args`: the arguments written (a failed write closes the transport), the message end,
@@ -170,7 +171,7 @@ fn send_message_args_v014(this: VALUE, args_class: VALUE, args: VALUE) -> Result
         }
         return Err(e);
     }
-    rb::funcall(ivar(this, &IVAR_OPROT), WRITE_MESSAGE_END.get(), &[])?;
+    super::decorated::call(ivar(this, &IVAR_OPROT), Forwarded::WriteMessageEnd)?;
     rb::funcall(oprot_trans(this)?, FLUSH.get(), &[])
 }
 
@@ -195,7 +196,7 @@ fn write_message_master(this: VALUE, args: &[VALUE; 4]) -> Result<VALUE, Error> 
             )?;
         }
         rb::funcall(data, WRITE.get(), &[ivar(this, &IVAR_OPROT)])?;
-        rb::funcall(ivar(this, &IVAR_OPROT), WRITE_MESSAGE_END.get(), &[])?;
+        super::decorated::call(ivar(this, &IVAR_OPROT), Forwarded::WriteMessageEnd)?;
         rb::funcall(oprot_trans(this)?, FLUSH.get(), &[])
     })();
     let flush_result = match sent {
@@ -340,7 +341,7 @@ fn receive_message(rb_self: Value, result_klass: Value) -> Result<Value, Error> 
     }
     let result = rb::funcall(result_klass.as_raw(), NEW.get(), &[])?;
     rb::funcall(result, READ.get(), &[ivar(this, &IVAR_IPROT)])?;
-    rb::funcall(ivar(this, &IVAR_IPROT), READ_MESSAGE_END.get(), &[])?;
+    super::decorated::call(ivar(this, &IVAR_IPROT), Forwarded::ReadMessageEnd)?;
     Ok(rb::returned(result))
 }
 
@@ -377,7 +378,7 @@ fn raise_application_exception(this: VALUE) -> Error {
         let class = K.application_exception.load(Ordering::Relaxed) as VALUE;
         let x = rb::funcall(class, NEW.get(), &[])?;
         rb::funcall(x, READ.get(), &[ivar(this, &IVAR_IPROT)])?;
-        rb::funcall(ivar(this, &IVAR_IPROT), READ_MESSAGE_END.get(), &[])?;
+        super::decorated::call(ivar(this, &IVAR_IPROT), Forwarded::ReadMessageEnd)?;
         Ok(x)
     };
     match read() {

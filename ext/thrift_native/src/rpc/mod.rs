@@ -5,6 +5,7 @@
 //! protocols without the objects the caller would drop.
 
 mod client;
+pub(crate) mod decorated;
 mod multiplexed;
 mod processor;
 
@@ -170,6 +171,7 @@ pub fn init(ruby: &Ruby) -> Result<(), Error> {
         rb::pin_forever(multiplexed.as_raw());
         MULTIPLEXED_PROTOCOL.store(multiplexed.as_raw() as usize, Ordering::Relaxed);
     }
+    decorated::init(ruby)?;
     client::init(ruby)?;
     processor::init(ruby)?;
     multiplexed::init(ruby)

@@ -20,11 +20,12 @@ use magnus::rb_sys::AsRawValue;
 use magnus::{Error, Module, RModule, Ruby, Value};
 use rb_sys::{ID, VALUE};
 
+use super::decorated::Forwarded;
 use super::{basic, equal, k, message_types, read_begin_keeping_name};
 use crate::protocols::message_name::MessageName;
 use crate::ruby::names::{
-    BACKTRACE, DEBUG, FLUSH, IVAR_LOGGER, JOIN, MESSAGE, NEW, READ, READ_MESSAGE_END, RESPOND_TO_P,
-    SEND, SKIP, TRANS, WRITE, WRITE_ERROR, WRITE_MESSAGE_BEGIN, WRITE_MESSAGE_END,
+    BACKTRACE, DEBUG, FLUSH, IVAR_LOGGER, JOIN, MESSAGE, NEW, READ, RESPOND_TO_P, SEND, SKIP,
+    WRITE, WRITE_ERROR, WRITE_MESSAGE_BEGIN,
 };
 use crate::ruby::{rb, registry};
 use crate::thrift::thrift;
@@ -93,7 +94,7 @@ fn refuse(
     seqid: VALUE,
 ) -> Result<(), Error> {
     rb::funcall(iprot, SKIP.get(), &[k(&STRUCT_TYPE)])?;
-    rb::funcall(iprot, READ_MESSAGE_END.get(), &[])?;
+    super::decorated::call(iprot, Forwarded::ReadMessageEnd)?;
     let name = name.value();
     let x = application_exception(code, message(name)?)?;
     rb::funcall(this, WRITE_ERROR.get(), &[x, oprot, name, seqid])?;
@@ -228,7 +229,7 @@ fn read_args(iprot: Value, args_class: Value) -> Result<Value, Error> {
     let iprot = iprot.as_raw();
     let args = rb::funcall(args_class.as_raw(), NEW.get(), &[])?;
     rb::funcall(args, READ.get(), &[iprot])?;
-    rb::funcall(iprot, READ_MESSAGE_END.get(), &[])?;
+    super::decorated::call(iprot, Forwarded::ReadMessageEnd)?;
     Ok(rb::returned(args))
 }
 
@@ -242,8 +243,8 @@ fn write_message(
 ) -> Result<Value, Error> {
     rb::funcall(oprot, WRITE_MESSAGE_BEGIN.get(), &[name, kind, seqid])?;
     rb::funcall(body, WRITE.get(), &[oprot])?;
-    rb::funcall(oprot, WRITE_MESSAGE_END.get(), &[])?;
-    let trans = rb::funcall(oprot, TRANS.get(), &[])?;
+    super::decorated::call(oprot, Forwarded::WriteMessageEnd)?;
+    let trans = super::decorated::call(oprot, Forwarded::Trans)?;
     rb::funcall(trans, FLUSH.get(), &[]).map(rb::returned)
 }
 

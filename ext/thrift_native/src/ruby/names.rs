@@ -138,6 +138,7 @@ define_rb_intern!(
     IVAR_UNFRAMED_BYTES_READ => "@unframed_bytes_read",
     IVAR_HEADER_TRANSPORT => "@header_transport",
     IVAR_PROTOCOL => "@protocol",
+    IVAR_SERVICE_NAME => "@service_name",
     INCLUDE_P => "include?",
     EOF_P => "eof?",
     CLOSED_READ_P => "closed_read?",

@@ -1,0 +1,169 @@
+//! The RPC code's calls through a `Thrift::MultiplexedProtocol` (the client's) or `Thrift::StoredMessageProtocol`
+//! (what MultiplexedProcessor hands the service's processor), both `ProtocolDecorator`s, without their Ruby frames:
+//! - `MultiplexedProtocol#write_message_begin`, native: for a CALL or ONEWAY, `@protocol.write_message_begin(
+//!   "#{@service_name}:#{name}", type, seqid)` (the name interpolated as Ruby interpolates it), else with `name`
+//!   itself, as the library's `case type when MessageTypes::CALL, MessageTypes::ONEWAY`. A type that is no Integer
+//!   (whose `===` Ruby code might answer), or an instance of a subclass, gets the library's method.
+//! - [`call`]: `prot.write_message_end`, `read_message_end` and `trans` made on `@protocol` where `prot` is an
+//!   exact instance of one of the two and its method is ProtocolDecorator's forwarder (`@protocol.<method>`), so
+//!   that the protocol's own method (ours, for the accelerated protocols) is called at once.
+//!
+//! Any change to those methods in either class or in ProtocolDecorator trips [`GUARD`]: then every call is made on
+//! the decorator, as the library makes it.
+
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+
+use magnus::rb_sys::AsRawValue;
+use magnus::{Error, Module, RModule, Ruby, Value};
+use rb_sys::{ID, VALUE};
+
+use super::message_types;
+use crate::ruby::guard::{Guard, Originals, Watch};
+use crate::ruby::names::{
+    IVAR_PROTOCOL, IVAR_SERVICE_NAME, READ_MESSAGE_END, TRANS, WRITE_MESSAGE_BEGIN,
+    WRITE_MESSAGE_END,
+};
+use crate::ruby::{rb, registry};
+use crate::thrift::thrift;
+
+/// The decorator methods [`call`] passes on, by their place in [`Forwarded`].
+const FORWARDED: [&str; 3] = ["write_message_end", "read_message_end", "trans"];
+const WATCHED: [&str; 4] = [
+    "write_message_begin",
+    "write_message_end",
+    "read_message_end",
+    "trans",
+];
+
+static GUARD: Guard = Guard::new();
+static ORIGINALS: Originals<1> = Originals::new(["write_message_begin"]);
+static MULTIPLEXED: AtomicUsize = AtomicUsize::new(0);
+static STORED: AtomicUsize = AtomicUsize::new(0);
+/// Per class, a bit per [`FORWARDED`] method that was ProtocolDecorator's forwarder at load time.
+static MULTIPLEXED_FORWARDS: AtomicU8 = AtomicU8::new(0);
+static STORED_FORWARDS: AtomicU8 = AtomicU8::new(0);
+/// The `":"` of the interpolation, frozen and pinned (the library's literal, made once).
+static COLON: AtomicUsize = AtomicUsize::new(0);
+
+/// The decorator methods the RPC code calls.
+#[derive(Clone, Copy)]
+pub(crate) enum Forwarded {
+    WriteMessageEnd = 0,
+    ReadMessageEnd = 1,
+    Trans = 2,
+}
+
+impl Forwarded {
+    fn id(self) -> ID {
+        match self {
+            Forwarded::WriteMessageEnd => WRITE_MESSAGE_END.get(),
+            Forwarded::ReadMessageEnd => READ_MESSAGE_END.get(),
+            Forwarded::Trans => TRANS.get(),
+        }
+    }
+}
+
+/// `prot.<method>`: on `@protocol` where `prot` would only pass the call on to it (see the top of this file).
+pub(crate) fn call(prot: VALUE, method: Forwarded) -> Result<VALUE, Error> {
+    rb::funcall(undecorated(prot, method), method.id(), &[])
+}
+
+fn undecorated(prot: VALUE, method: Forwarded) -> VALUE {
+    if !GUARD.intact() {
+        return prot;
+    }
+    let Some(class) = rb::heap_class(prot) else {
+        return prot;
+    };
+    let forwards = if class == MULTIPLEXED.load(Ordering::Relaxed) as VALUE {
+        MULTIPLEXED_FORWARDS.load(Ordering::Relaxed)
+    } else if class == STORED.load(Ordering::Relaxed) as VALUE {
+        STORED_FORWARDS.load(Ordering::Relaxed)
+    } else {
+        return prot;
+    };
+    if forwards & (1 << method as u8) == 0 {
+        return prot;
+    }
+    rb::ivar_get(prot, IVAR_PROTOCOL.get())
+}
+
+/// `MultiplexedProtocol#write_message_begin(name, type, seqid)`.
+fn write_message_begin(
+    rb_self: Value,
+    name: Value,
+    kind: Value,
+    seqid: Value,
+) -> Result<Value, Error> {
+    let (this, name, kind, seqid) = (
+        rb_self.as_raw(),
+        name.as_raw(),
+        kind.as_raw(),
+        seqid.as_raw(),
+    );
+    let kind_code = rb::fixnum_value(kind);
+    if !GUARD.intact()
+        || !rb::is_exact_instance(this, MULTIPLEXED.load(Ordering::Relaxed) as VALUE)
+        || kind_code.is_none()
+    {
+        return ORIGINALS
+            .call(0, this, &[name, kind, seqid])
+            .map(rb::returned);
+    }
+    let types = message_types();
+    let kind_code = kind_code.unwrap_or_default();
+    let name = if kind_code == types.call.load(Ordering::Relaxed)
+        || kind_code == types.oneway.load(Ordering::Relaxed)
+    {
+        let service = rb::ivar_get(this, IVAR_SERVICE_NAME.get());
+        rb::interpolate(&[service, COLON.load(Ordering::Relaxed) as VALUE, name])?
+    } else {
+        name
+    };
+    let protocol = rb::ivar_get(this, IVAR_PROTOCOL.get());
+    rb::funcall(protocol, WRITE_MESSAGE_BEGIN.get(), &[name, kind, seqid]).map(rb::returned)
+}
+
+/// The bits of the [`FORWARDED`] methods that `class` has from ProtocolDecorator.
+fn forwards(ruby: &Ruby, class: magnus::RClass, decorator: RModule) -> Result<u8, Error> {
+    use magnus::value::ReprValue;
+    let mut bits = 0;
+    for (i, name) in FORWARDED.iter().enumerate() {
+        let method: Value = class.funcall("instance_method", (ruby.to_symbol(name),))?;
+        let owner: Value = method.funcall("owner", ())?;
+        if owner.as_raw() == decorator.as_raw() {
+            bits |= 1 << i;
+        }
+    }
+    Ok(bits)
+}
+
+pub fn init(ruby: &Ruby) -> Result<(), Error> {
+    // SAFETY: the Thrift module is pinned at load time.
+    let thrift_module =
+        RModule::from_value(unsafe { rb::value(thrift().module) }).expect("Thrift is a module");
+    let multiplexed: magnus::RClass = thrift_module.const_get("MultiplexedProtocol")?;
+    let stored: magnus::RClass = thrift_module.const_get("StoredMessageProtocol")?;
+    let decorator: RModule = thrift_module.const_get("ProtocolDecorator")?;
+    MULTIPLEXED_FORWARDS.store(forwards(ruby, multiplexed, decorator)?, Ordering::Relaxed);
+    STORED_FORWARDS.store(forwards(ruby, stored, decorator)?, Ordering::Relaxed);
+    for (slot, class) in [(&MULTIPLEXED, multiplexed), (&STORED, stored)] {
+        rb::pin_forever(class.as_raw());
+        slot.store(class.as_raw() as usize, Ordering::Relaxed);
+    }
+    for class in [multiplexed.as_raw(), stored.as_raw(), decorator.as_raw()] {
+        GUARD.watch(class, Watch::Methods(&WATCHED));
+    }
+    let colon = rb::utf8_string(b":");
+    // SAFETY: `colon` is a new String on this stack.
+    unsafe { rb_sys::rb_obj_freeze(colon) };
+    rb::pin_forever(colon);
+    COLON.store(colon as usize, Ordering::Relaxed);
+    ORIGINALS.keep(ruby, multiplexed.as_raw(), false)?;
+    registry::define_method(
+        ruby,
+        multiplexed,
+        "write_message_begin",
+        magnus::method!(write_message_begin, 3),
+    )
+}
