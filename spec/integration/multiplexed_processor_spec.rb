@@ -24,7 +24,7 @@ RSpec.describe "Thrift::MultiplexedProcessor, differentially" do
     compare(runs[ours], runs[c], c)
     compare(runs[ours], runs[pure], pure, except: c_errors) if runs.key?(pure)
     by_name = runs[ours].to_h { |r| [r[0], r] }
-    expect(by_name.fetch("binary: a call")[2]).to eq(['["Calc", "Thrift::StoredMessageProtocol", ["ping", 1, 7]]'])
+    expect(by_name.fetch("binary: a call")[2]).to eq(['["Calc", "Thrift::StoredMessageProtocol", ["ping", 1, 7], [:@protocol, :@message_begin]]'])
     expect(by_name.fetch("binary: an unknown service")[1][0..2])
       .to eq([:error, "Thrift::Exception",
               "Service name not found: Nope. Did you forget to call Thrift::MultiplexedProcessor#register_processor?"])
@@ -39,7 +39,7 @@ RSpec.describe "Thrift::MultiplexedProcessor, differentially" do
     two = by_name.fetch("binary: two colons")[2]
     # Before master, split(':') keeps the second part only; master's split(":", 2) keeps the rest.
     master = Thrift::MultiplexedProcessor.method_defined?(:register_default)
-    expect(two).to eq([%(["Calc", "Thrift::StoredMessageProtocol", [#{master ? '"a:b"' : '"a"'}, 1, 7]])])
+    expect(two).to eq([%(["Calc", "Thrift::StoredMessageProtocol", [#{master ? '"a:b"' : '"a"'}, 1, 7], [:@protocol, :@message_begin]])])
   end
 
   it "processes, answers and raises as thrift master's MultiplexedProcessor (THRIFT_MASTER_RB)" do
@@ -48,8 +48,8 @@ RSpec.describe "Thrift::MultiplexedProcessor, differentially" do
     runs = trio.to_h { |a| [a, ChildRuby.marshal(script, a, env: env)] }
     by_name = check(runs, trio, c_errors)
     expect(by_name.fetch("binary: no colon, with a default processor")[2])
-      .to eq(['["default", "Thrift::StoredMessageProtocol", ["ping", 1, 7]]'])
-    expect(by_name.fetch("binary: two colons")[2]).to eq(['["Calc", "Thrift::StoredMessageProtocol", ["a:b", 1, 7]]'])
+      .to eq(['["default", "Thrift::StoredMessageProtocol", ["ping", 1, 7], [:@protocol, :@message_begin]]'])
+    expect(by_name.fetch("binary: two colons")[2]).to eq(['["Calc", "Thrift::StoredMessageProtocol", ["a:b", 1, 7], [:@protocol, :@message_begin]]'])
   end
 
   it "gives the same outcomes under GC.stress" do

@@ -24,7 +24,7 @@ class Service
 
   def process(iprot, oprot)
     begin_answer = iprot.read_message_begin
-    @seen << [@name, iprot.class.name, begin_answer]
+    @seen << [@name, iprot.class.name, begin_answer, iprot.instance_variables]
     Args.new.read(iprot)
     iprot.read_message_end
     oprot.write_message_begin(begin_answer[0].to_s, T::REPLY, begin_answer[2])
@@ -35,6 +35,17 @@ class Service
 end
 
 class MultiplexedSubclass < Thrift::MultiplexedProcessor; end
+
+# A service made as generated processors are (Thrift::Processor's process, read_args, write_result): the native
+# processor reads the StoredMessageProtocol's header itself.
+class PingProcessor
+  include Thrift::Processor
+
+  def process_ping(seqid, iprot, oprot)
+    args = read_args(iprot, Args)
+    write_result(Result.new(success: "pinged #{args.n} via #{iprot.class.name}"), oprot, "ping", seqid)
+  end
+end
 
 def protocol_class(kind) = kind == :compact ? Thrift::CompactProtocol : Accelerator.protocol_class("binary")
 
@@ -100,7 +111,17 @@ CASES = [
   ["double: a US-ASCII name", -> { double(["Calc:ping".encode("US-ASCII"), T::CALL, 1]) }],
   ["double: no Array", -> { double("Calc:ping") }],
   ["a subclass", -> { real(:binary, request(:binary, "Calc:ping")) }, :subclass],
+  ["binary: a Thrift::Processor service", -> { real(:binary, request(:binary, "Proc:ping")) }],
+  ["compact: a Thrift::Processor service, an unknown method", -> { real(:compact, request(:compact, "Proc:pong")) }],
+  ["processors in a Hash subclass that hides them", -> { real(:binary, request(:binary, "Calc:ping")) }, :hiding_hash],
+  # Last: they change StoredMessageProtocol for the rest of the process.
+  ["StoredMessageProtocol.new redefined", -> { real(:binary, request(:binary, "Calc:ping")) }, :stored_new],
+  ["StoredMessageProtocol#initialize prepended", -> { real(:binary, request(:binary, "Echo:ping")) }, :stored_init],
 ].freeze
+
+class HidingHash < Hash
+  def has_key?(_key) = false
+end
 
 out = CASES.map do |name, setup, variant|
   iprot, oprot, reply = setup.call
@@ -109,7 +130,17 @@ out = CASES.map do |name, setup, variant|
   mux.register_processor("Calc", Service.new("Calc", seen))
   mux.register_processor("Echo", Service.new("Echo", seen))
   mux.register_processor("", Service.new("empty", seen))
+  mux.register_processor("Proc", PingProcessor.new(nil))
   mux.register_default(Service.new("default", seen)) if variant == :default && MASTER
+  if variant == :hiding_hash
+    mux.instance_variable_set(:@actual_processors, HidingHash.new.merge!(mux.instance_variable_get(:@actual_processors)))
+  end
+  if variant == :stored_new
+    Thrift::StoredMessageProtocol.define_singleton_method(:new) { |*a| super(*a).tap { |p| p.instance_variable_set(:@new, 1) } }
+  end
+  if variant == :stored_init
+    Thrift::StoredMessageProtocol.prepend(Module.new { def initialize(p, b) = super(p, b.map { |x| x.is_a?(String) ? x.upcase : x }) })
+  end
   outcome = begin
     GC.stress = GcStress.setting if ENV["GC_STRESS"]
     answer = mux.process(iprot, oprot)

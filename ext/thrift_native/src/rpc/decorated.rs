@@ -8,6 +8,11 @@
 //!   exact instance of one of the two and its method is ProtocolDecorator's forwarder (`@protocol.<method>`), so
 //!   that the protocol's own method (ours, for the accelerated protocols) is called at once.
 //!
+//! - [`new_stored`]: `StoredMessageProtocol.new(protocol, message_begin)` without `new` and the two `initialize`
+//!   frames (`@protocol`, then `@message_begin`, set in that order), and [`stored_message_begin`]: its
+//!   `read_message_begin` (`@message_begin`), while the class, its singleton, ProtocolDecorator and BaseProtocol keep
+//!   the library's methods ([`STORED_GUARD`]).
+//!
 //! Any change to those methods in either class or in ProtocolDecorator trips [`GUARD`]: then every call is made on
 //! the decorator, as the library makes it.
 
@@ -20,8 +25,8 @@ use rb_sys::{ID, VALUE};
 use super::message_types;
 use crate::ruby::guard::{Guard, Originals, Watch};
 use crate::ruby::names::{
-    IVAR_PROTOCOL, IVAR_SERVICE_NAME, READ_MESSAGE_END, TRANS, WRITE_MESSAGE_BEGIN,
-    WRITE_MESSAGE_END,
+    IVAR_MESSAGE_BEGIN, IVAR_PROTOCOL, IVAR_SERVICE_NAME, NEW, READ_MESSAGE_END, TRANS,
+    WRITE_MESSAGE_BEGIN, WRITE_MESSAGE_END,
 };
 use crate::ruby::{rb, registry};
 use crate::thrift::thrift;
@@ -36,6 +41,8 @@ const WATCHED: [&str; 4] = [
 ];
 
 static GUARD: Guard = Guard::new();
+/// Tripped by any change to StoredMessageProtocol (its singleton too), BaseProtocol (the same) or ProtocolDecorator.
+static STORED_GUARD: Guard = Guard::new();
 static ORIGINALS: Originals<1> = Originals::new(["write_message_begin"]);
 static MULTIPLEXED: AtomicUsize = AtomicUsize::new(0);
 static STORED: AtomicUsize = AtomicUsize::new(0);
@@ -86,6 +93,29 @@ fn undecorated(prot: VALUE, method: Forwarded) -> VALUE {
         return prot;
     }
     rb::ivar_get(prot, IVAR_PROTOCOL.get())
+}
+
+/// `StoredMessageProtocol.new(protocol, message_begin)`.
+pub(crate) fn new_stored(protocol: VALUE, message_begin: VALUE) -> Result<VALUE, Error> {
+    let class = STORED.load(Ordering::Relaxed) as VALUE;
+    if !STORED_GUARD.intact() {
+        return rb::funcall(class, NEW.get(), &[protocol, message_begin]);
+    }
+    // SAFETY: `class` is the pinned StoredMessageProtocol, a plain Ruby class (allocates a T_OBJECT).
+    let stored = unsafe { rb_sys::rb_obj_alloc(class) };
+    rb::ivar_set_unfrozen(stored, IVAR_PROTOCOL.get(), protocol);
+    rb::ivar_set_unfrozen(stored, IVAR_MESSAGE_BEGIN.get(), message_begin);
+    Ok(stored)
+}
+
+/// `prot.read_message_begin` of an exact StoredMessageProtocol, while it is the library's (`@message_begin`).
+pub(crate) fn stored_message_begin(prot: VALUE) -> Option<VALUE> {
+    if !STORED_GUARD.intact()
+        || !rb::is_exact_instance(prot, STORED.load(Ordering::Relaxed) as VALUE)
+    {
+        return None;
+    }
+    Some(rb::ivar_get(prot, IVAR_MESSAGE_BEGIN.get()))
 }
 
 /// `MultiplexedProtocol#write_message_begin(name, type, seqid)`.
@@ -154,6 +184,10 @@ pub fn init(ruby: &Ruby) -> Result<(), Error> {
     for class in [multiplexed.as_raw(), stored.as_raw(), decorator.as_raw()] {
         GUARD.watch(class, Watch::Methods(&WATCHED));
     }
+    let base: magnus::RClass = thrift_module.const_get("BaseProtocol")?;
+    STORED_GUARD.watch(stored.as_raw(), Watch::EveryWithSingleton);
+    STORED_GUARD.watch(base.as_raw(), Watch::EveryWithSingleton);
+    STORED_GUARD.watch(decorator.as_raw(), Watch::Every);
     let colon = rb::utf8_string(b":");
     // SAFETY: `colon` is a new String on this stack.
     unsafe { rb_sys::rb_obj_freeze(colon) };

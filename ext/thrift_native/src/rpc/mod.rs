@@ -128,11 +128,12 @@ pub(crate) fn read_begin_keeping_name(
     if let Some(begin) = read_begin(iprot, NameRead::InPlace(name)) {
         return begin.map(|(_, kind, seqid)| (rb::integer(kind), rb::integer(seqid.into())));
     }
-    let [fname, kind, seqid] = destructure(rb::funcall(
-        iprot,
-        crate::ruby::names::READ_MESSAGE_BEGIN.get(),
-        &[],
-    )?)?;
+    // A StoredMessageProtocol's (a MultiplexedProcessor's service processor) answers its `@message_begin`.
+    let header = match decorated::stored_message_begin(iprot) {
+        Some(header) => header,
+        None => rb::funcall(iprot, crate::ruby::names::READ_MESSAGE_BEGIN.get(), &[])?,
+    };
+    let [fname, kind, seqid] = destructure(header)?;
     name.hold(fname);
     Ok((kind, seqid))
 }

@@ -22,8 +22,8 @@ use super::{destructure, message_types, read_begin_keeping_name};
 use crate::protocols::message_name::MessageName;
 use crate::ruby::guard::{Guard, Originals, Watch};
 use crate::ruby::names::{
-    CHECK_DEFAULT_PROCESSOR, CHECK_SEPARATOR, CHECK_TYPE, COUNT, IVAR_DEFAULT_PROCESSOR, LESS_THAN,
-    NEW, PROCESS, PROCESSOR, SPLIT,
+    CHECK_DEFAULT_PROCESSOR, CHECK_SEPARATOR, CHECK_TYPE, COUNT, IVAR_ACTUAL_PROCESSORS,
+    IVAR_DEFAULT_PROCESSOR, LESS_THAN, NEW, PROCESS, PROCESSOR, SPLIT,
 };
 use crate::ruby::{rb, registry};
 use crate::thrift::{bytes, thrift};
@@ -71,7 +71,7 @@ fn process(rb_self: Value, iprot: Value, oprot: Value) -> Result<Value, Error> {
         let stored = stored_protocol(iprot, [name, kind, seqid])?;
         return rb::funcall(default, PROCESS.get(), &[stored, oprot]).map(rb::returned);
     };
-    let processor = rb::funcall(this, PROCESSOR.get(), &[service])?;
+    let processor = processor(this, service)?;
     let stored = stored_protocol(iprot, [method, kind, seqid])?;
     rb::funcall(processor, PROCESS.get(), &[stored, oprot]).map(rb::returned)
 }
@@ -112,11 +112,25 @@ fn separator_not_raised() -> Error {
 fn stored_protocol(iprot: VALUE, message_begin: [VALUE; 3]) -> Result<VALUE, Error> {
     // SAFETY: the three VALUEs are on this stack; rb_ary_new_from_values copies them.
     let begin = unsafe { rb_sys::rb_ary_new_from_values(3, message_begin.as_ptr()) };
-    rb::funcall(
-        class_value(&STORED_MESSAGE_PROTOCOL),
-        NEW.get(),
-        &[iprot, begin],
-    )
+    super::decorated::new_stored(iprot, begin)
+}
+
+/// The library's protected `processor(service_name)`: `@actual_processors[service_name]` if it has the key, read
+/// here from a plain Hash; else (or for any other `@actual_processors`) the method, which raises.
+fn processor(this: VALUE, service: VALUE) -> Result<VALUE, Error> {
+    const UNDEF: VALUE = rb_sys::special_consts::Qundef as VALUE;
+    let processors = rb::ivar_get(this, IVAR_ACTUAL_PROCESSORS.get());
+    if rb::is_exact_instance(processors, rb::hash_class()) {
+        // SAFETY: protected; `processors` is a Hash and `service` a String on this stack (its `hash` is Ruby's own
+        // for a String, as Hash#has_key? and Hash#[] would use it).
+        let found = magnus::rb_sys::protect(|| unsafe {
+            rb_sys::rb_hash_lookup2(processors, service, UNDEF)
+        })?;
+        if found != UNDEF {
+            return Ok(found);
+        }
+    }
+    rb::funcall(this, PROCESSOR.get(), &[service])
 }
 
 /// The service name and the method name (`service_name, method = name.split(...)`), or None when the name has no

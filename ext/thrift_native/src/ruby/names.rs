@@ -139,6 +139,8 @@ define_rb_intern!(
     IVAR_HEADER_TRANSPORT => "@header_transport",
     IVAR_PROTOCOL => "@protocol",
     IVAR_SERVICE_NAME => "@service_name",
+    IVAR_MESSAGE_BEGIN => "@message_begin",
+    IVAR_ACTUAL_PROCESSORS => "@actual_processors",
     INCLUDE_P => "include?",
     EOF_P => "eof?",
     CLOSED_READ_P => "closed_read?",
