@@ -111,10 +111,12 @@ impl Deadline {
             if remaining <= 0.0 {
                 return Err(in_rescue(wait, timed_out(socket, wait, self.size)));
             }
-            let events = match wait {
-                Wait::Read => rb_sys::rb_io_event_t::RUBY_IO_READABLE,
-                Wait::Write => rb_sys::rb_io_event_t::RUBY_IO_WRITABLE,
-            } as i64;
+            // RUBY_IO_READABLE and RUBY_IO_WRITABLE (poll's POLLIN and POLLOUT): the enum's Rust name differs
+            // between Rubies' headers (`rb_io_event_t` on 3.1, `rb_io_event` later), its values do not.
+            let events: i64 = match wait {
+                Wait::Read => 1,
+                Wait::Write => 4,
+            };
             let remaining = rb::float(remaining);
             // SAFETY: protected; `handle` and `remaining` are on this stack for the call.
             let ready = magnus::rb_sys::protect(|| unsafe {
