@@ -5,8 +5,9 @@
 //! The library's steps, in its order: `iprot.read_message_begin` (ours read natively as in processor.rs, the name
 //! kept as bytes), `check_type(type)`, the separator check, `name.split(':')` (0.14-0.19: every part, trailing empty
 //! ones dropped, the first two kept; master: `split(":", 2)`, and a name with no colon goes to the processor given
-//! to `register_default`, after `check_default_processor`), `processor(service_name)` (the library's protected
-//! method, called), then that processor's `process` with a new `StoredMessageProtocol` over `iprot` holding
+//! to `register_default`, after `check_default_processor`), `processor(service_name)` (looked up in a plain
+//! `@actual_processors` Hash, else the library's protected method, called), then that processor's `process` with a
+//! new `StoredMessageProtocol` (rpc/decorated.rs) over `iprot` holding
 //! `[method, type, seqid]`. Where a value is not one this file decides without Ruby code (a type that is no Integer,
 //! a name that is no String of UTF-8 or BINARY bytes), the library's own protected method or the value's own method
 //! (`check_type`, `count`, `split`) is called instead. An instance of a subclass, or of a class whose `process`,
@@ -121,8 +122,8 @@ fn processor(this: VALUE, service: VALUE) -> Result<VALUE, Error> {
     const UNDEF: VALUE = rb_sys::special_consts::Qundef as VALUE;
     let processors = rb::ivar_get(this, IVAR_ACTUAL_PROCESSORS.get());
     if rb::is_exact_instance(processors, rb::hash_class()) {
-        // SAFETY: protected; `processors` is a Hash and `service` a String on this stack (its `hash` is Ruby's own
-        // for a String, as Hash#has_key? and Hash#[] would use it).
+        // SAFETY: protected; `processors` is a Hash and `service` (a String, or nil) is on this stack; the lookup
+        // hashes it as Hash#has_key? and Hash#[] would.
         let found = magnus::rb_sys::protect(|| unsafe {
             rb_sys::rb_hash_lookup2(processors, service, UNDEF)
         })?;
