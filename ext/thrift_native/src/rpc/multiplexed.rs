@@ -41,7 +41,6 @@ const WATCHED: [&str; 5] = [
 static GUARD: Guard = Guard::new();
 static ORIGINALS: Originals<1> = Originals::new(["process"]);
 static CLASS: AtomicUsize = AtomicUsize::new(0);
-static STORED_MESSAGE_PROTOCOL: AtomicUsize = AtomicUsize::new(0);
 static THRIFT_EXCEPTION: AtomicUsize = AtomicUsize::new(0);
 /// master: `split(":", 2)`, and a name without a colon goes to the default processor (`register_default`).
 static MASTER: AtomicBool = AtomicBool::new(false);
@@ -194,11 +193,9 @@ pub fn init(ruby: &Ruby) -> Result<(), Error> {
     let thrift_module =
         RModule::from_value(unsafe { rb::value(thrift().module) }).expect("Thrift is a module");
     let class: magnus::RClass = thrift_module.const_get("MultiplexedProcessor")?;
-    let stored: magnus::RClass = thrift_module.const_get("StoredMessageProtocol")?;
     let exception: magnus::RClass = thrift_module.const_get("Exception")?;
     for (slot, value) in [
         (&CLASS, class.as_raw()),
-        (&STORED_MESSAGE_PROTOCOL, stored.as_raw()),
         (&THRIFT_EXCEPTION, exception.as_raw()),
     ] {
         rb::pin_forever(value);

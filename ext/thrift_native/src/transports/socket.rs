@@ -135,21 +135,8 @@ impl PlainSocket {
         }
         .map_err(|e| self.failed(e, Direction::Read))?;
         if rb::is_nil(data) || length(data)? == 0 {
-            // "Socket: Could not read #{sz} bytes from #{@desc}"
-            let parts = [
-                rb::binary_string(b"Socket: Could not read "),
-                rb::integer(sz as i64),
-                rb::binary_string(b" bytes from "),
-                rb::ivar_get(self.this, IVAR_DESC.get()),
-            ];
-            let message = rb::interpolate(&parts)?;
-            let code = rb::integer(UNKNOWN.load(Ordering::Relaxed));
-            let exception = rb::funcall(
-                thrift().transport_exception,
-                crate::ruby::names::NEW.get(),
-                &[code, message],
-            )?;
-            return Err(crate::ruby::rescue::raise_value(exception));
+            let code = UNKNOWN.load(Ordering::Relaxed);
+            return Err(self.size_error(code, b"Socket: Could not read ", sz, b" bytes from "));
         }
         Ok(data)
     }
@@ -220,6 +207,29 @@ impl PlainSocket {
                 .map(drop);
         }
         io_write::write_direct(handle, bytes).map_err(|e| self.failed(e, Direction::Write))
+    }
+
+    /// `TransportException.new(code, "#{before}#{size}#{after}#{@desc}")`, raised: socket.rb's messages naming a
+    /// size and the socket (its literals BINARY, as the file is `# encoding: ascii-8bit`).
+    #[cold]
+    fn size_error(self, code: i64, before: &[u8], size: usize, after: &[u8]) -> Error {
+        let parts = [
+            rb::binary_string(before),
+            rb::integer(size as i64),
+            rb::binary_string(after),
+            rb::ivar_get(self.this, IVAR_DESC.get()),
+        ];
+        let raised = rb::interpolate(&parts).and_then(|message| {
+            rb::funcall(
+                thrift().transport_exception,
+                crate::ruby::names::NEW.get(),
+                &[rb::integer(code), message],
+            )
+        });
+        match raised {
+            Ok(exception) => crate::ruby::rescue::raise_value(exception),
+            Err(e) => e,
+        }
     }
 
     /// What the version's `rescue` clauses do with `e`, raised by `@handle.readpartial` or `@handle.write`.

@@ -26,9 +26,8 @@ use rb_sys::VALUE;
 
 use super::{PlainSocket, MASTER_RESCUE};
 use crate::ruby::guard::{Guard, Watch};
-use crate::ruby::names::{IVAR_DESC, NEW, RAISE, READ_NONBLOCK, WRITE_NONBLOCK};
+use crate::ruby::names::{NEW, RAISE, READ_NONBLOCK, WRITE_NONBLOCK};
 use crate::ruby::rb;
-use crate::thrift::thrift;
 
 static GUARD: Guard = Guard::new();
 /// ::Socket, ::TCPSocket, ::UNIXSocket: the classes of the handles served.
@@ -235,29 +234,14 @@ fn in_rescue(wait: Wait, e: Error) -> Error {
     }
 }
 
-/// `TransportException.new(TIMED_OUT, "Socket: Timed out reading #{sz} bytes from #{@desc}")` (writing: "... to"),
-/// the literals BINARY as socket.rb's (`# encoding: ascii-8bit`).
+/// `TransportException.new(TIMED_OUT, "Socket: Timed out reading #{sz} bytes from #{@desc}")` (writing: "... to").
 #[cold]
 fn timed_out(socket: PlainSocket, wait: Wait, size: usize) -> Error {
-    let (verb, preposition): (&[u8], &[u8]) = match wait {
+    let (before, after): (&[u8], &[u8]) = match wait {
         Wait::Read => (b"Socket: Timed out reading ", b" bytes from "),
         Wait::Write => (b"Socket: Timed out writing ", b" bytes to "),
     };
-    let parts = [
-        rb::binary_string(verb),
-        rb::integer(size as i64),
-        rb::binary_string(preposition),
-        rb::ivar_get(socket.this, IVAR_DESC.get()),
-    ];
-    let message = match rb::interpolate(&parts) {
-        Ok(message) => message,
-        Err(e) => return e,
-    };
-    let code = rb::integer(TIMED_OUT.load(Ordering::Relaxed));
-    match rb::funcall(thrift().transport_exception, NEW.get(), &[code, message]) {
-        Ok(exception) => crate::ruby::rescue::raise_value(exception),
-        Err(e) => e,
-    }
+    socket.size_error(TIMED_OUT.load(Ordering::Relaxed), before, size, after)
 }
 
 pub(super) fn init(ruby: &Ruby, exception: magnus::RClass) -> Result<(), Error> {
