@@ -29,6 +29,36 @@ RSpec.describe "Refills from a Thrift::Socket" do
     expect(allocations { trans.read(10) }).to eq(1)
   end
 
+  # transports/socket/frame.rs: where the handle's read buffer is empty, the first read asks for up to 8 KiB, which
+  # holds the size and a frame that came whole (a request or a reply); the library reads the size, then the frame.
+  it "reads a frame that came whole with its size: one readpartial, nothing allocated" do
+    @socket, @peer = socket_pair
+    trans = Thrift::FramedTransport.new(@socket)
+    message = frame("m" * 100).freeze
+    @peer.write(message)
+    expect(trans.read(100)).to eq("m" * 100)
+    reads = 0
+    trace = TracePoint.new(:c_call) { |tp| reads += 1 if tp.method_id == :readpartial }
+    objects = allocations do
+      @peer.write(message)
+      trace.enable { 100.times { trans.read_byte } }
+    end
+    expect(objects).to eq(0)
+    expect(reads).to eq(2) # one per frame; `allocations` runs the block twice
+  end
+
+  it "hands the bytes of the next frame that came with one back to the handle, which reads them first" do
+    @socket, @peer = socket_pair
+    trans = Thrift::FramedTransport.new(@socket)
+    @peer.write(frame("one") + frame("two") + "raw")
+    expect(trans.read(3)).to eq("one")
+    expect(@socket.handle.read_nonblock(100)).to eq(frame("two") + "raw")
+    @peer.write(frame("three") + frame("fo"))
+    expect([trans.read(5), trans.read(2)]).to eq(%w[three fo])
+    @peer.write(frame("x" * 10_000))
+    expect(trans.read(10_000)).to eq("x" * 10_000) # larger than the first read: the rest read as read_all reads it
+  end
+
   it "keeps a spent @rbuf that is frozen or large, and reads into a new String then" do
     @socket, @peer = socket_pair
     trans = Thrift::FramedTransport.new(@socket)

@@ -167,6 +167,23 @@ add.call("framed: the header in two writes", FRAMED.call) do |t, peer|
   writer = Thread.new { sleep 0.3; peer.write(data[2..]) }
   [t.read(1)].tap { writer.join }
 end
+# A frame that came whole is read with its size in one read (transports/socket/frame.rs): what came with it of the
+# next one goes back to the handle, whose own reads find it first.
+add.call("framed: a frame and part of the next in one write, then the rest", FRAMED.call) do |t, peer|
+  data = frame("first") + frame("second frame")
+  peer.write(data[0, 14])
+  first = t.read(5)
+  writer = Thread.new { sleep 0.1; peer.write(data[14..]) }
+  [first, t.read(12)].tap { writer.join }
+end
+add.call("framed: after a frame, the handle read directly", FRAMED.call) do |t, peer|
+  peer.write(frame("one") + "raw bytes")
+  [t.read(3), t.instance_variable_get(:@transport).handle.readpartial(100)]
+end
+add.call("framed: an empty frame, then one", FRAMED.call) do |t, peer|
+  peer.write(frame("") + frame("abc"))
+  [t.read(3), t.read(3)]
+end
 add.call("framed: the peer closes mid-frame", FRAMED.call) do |t, peer|
   peer.write(frame("q" * 100)[0, 40])
   peer.close
@@ -243,6 +260,10 @@ add.call("framed, timed: a frame in two writes, the second after a pause", FRAME
   peer.write(data[0, 2])
   writer = Thread.new { sleep 0.2; peer.write(data[2, 200]); sleep 0.2; peer.write(data[202..]) }
   [t.read(500).bytesize].tap { writer.join }
+end
+add.call("framed, timed: two frames in one write", FRAMED.call(timeout: 5)) do |t, peer|
+  peer.write(frame("timed one") + frame("timed two"))
+  [t.read(9), t.read(9)]
 end
 add.call("framed, timed: the peer closes mid-frame", FRAMED.call(timeout: 2.5)) do |t, peer|
   peer.write(frame("q" * 100)[0, 40])

@@ -33,7 +33,10 @@ use crate::ruby::names::{
 use crate::ruby::{io_write, rb};
 use crate::thrift::{bytes, thrift};
 
+mod frame;
 mod timed;
+
+pub use frame::FrameRead;
 
 /// The methods whose change (on either class, or BaseTransport's two) sends every socket back to its Ruby methods.
 const WATCHED: [&str; 7] = [
@@ -109,20 +112,33 @@ impl PlainSocket {
     /// `Socket#read(sz)`, untimed: `@handle.readpartial(sz)`, an error raised as the version raises it, and the
     /// "Could not read" TransportException for an empty answer.
     pub fn read(self, sz: usize) -> Result<VALUE, Error> {
-        self.readpartial(sz, None)
+        self.readpartial(sz, sz, None)
     }
 
     /// `Socket#read(sz)` answered in `buf`, a String the caller owns and reuses (see [`rb::is_refillable_string`]):
     /// `@handle.readpartial(sz, buf)`, which leaves in `buf` the bytes `readpartial(sz)` would have answered (IO's
     /// own method: `io_methods`), and answers `buf`. No String per read.
     pub fn read_into(self, sz: usize, buf: VALUE) -> Result<VALUE, Error> {
-        self.readpartial(sz, Some(buf))
+        self.readpartial(sz, sz, Some(buf))
     }
 
-    fn readpartial(self, sz: usize, buf: Option<VALUE>) -> Result<VALUE, Error> {
+    /// `read(named)` as the library makes it, but asking the handle for up to `sz` bytes: `named` is the size its
+    /// errors name (see [`frame`]).
+    fn readpartial(self, sz: usize, named: usize, buf: Option<VALUE>) -> Result<VALUE, Error> {
         let Some(handle) = self.open_handle()? else {
             return Err(closed_stream());
         };
+        self.read_handle(handle, sz, named, buf)
+    }
+
+    /// [`Self::readpartial`] on `handle`, open.
+    fn read_handle(
+        self,
+        handle: VALUE,
+        sz: usize,
+        named: usize,
+        buf: Option<VALUE>,
+    ) -> Result<VALUE, Error> {
         let with_buf = [rb::integer(sz as i64), buf.unwrap_or(rb::QNIL)];
         let args = if buf.is_some() {
             &with_buf[..]
@@ -131,12 +147,12 @@ impl PlainSocket {
         };
         let data = match self.timeout {
             None => rb::funcall(handle, READPARTIAL.get(), args),
-            Some(timeout) => timed::read(self, handle, sz, buf, timeout),
+            Some(timeout) => timed::read(self, handle, sz, named, buf, timeout),
         }
         .map_err(|e| self.failed(e, Direction::Read))?;
         if rb::is_nil(data) || length(data)? == 0 {
             let code = UNKNOWN.load(Ordering::Relaxed);
-            return Err(self.size_error(code, b"Socket: Could not read ", sz, b" bytes from "));
+            return Err(self.size_error(code, b"Socket: Could not read ", named, b" bytes from "));
         }
         Ok(data)
     }
@@ -150,7 +166,7 @@ impl PlainSocket {
 
     /// `read_all(size)` whose first read fills `first` (see [`Self::read_into`]); the answer is then `first`.
     pub fn read_all_into(self, size: usize, first: Option<VALUE>) -> Result<VALUE, Error> {
-        let buf = self.readpartial(size, first)?;
+        let buf = self.readpartial(size, size, first)?;
         loop {
             let got = if bytes::is_binary_string(buf) {
                 // SAFETY: `buf` is a String held on this stack.

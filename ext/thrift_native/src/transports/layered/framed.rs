@@ -14,14 +14,15 @@ use crate::ruby::{rb, registry};
 use crate::thrift::bytes;
 use crate::transports::buffer::ReadBuffer;
 use crate::transports::memory_buffer::MemoryBuffer;
-use crate::transports::socket::PlainSocket;
+use crate::transports::socket::{FrameRead, PlainSocket};
 
 fn framed() -> &'static Class {
     &super::FRAMED
 }
 
 /// `read_frame`: the size, `@index = 0`, then `@rbuf` = the frame (a new String; from a plain socket, the spent
-/// `@rbuf` refilled where it may be, see `spent_rbuf`).
+/// `@rbuf` refilled where it may be, see `spent_rbuf`, and a small frame read with its size in one read, see
+/// `PlainSocket::read_frame`).
 pub(super) fn read_frame(ruby: &Ruby, c: &'static Class, this: VALUE) -> Result<(), Error> {
     let inner = c.inner(this);
     if let Some(mut mb) = MemoryBuffer::plain(inner) {
@@ -35,14 +36,22 @@ pub(super) fn read_frame(ruby: &Ruby, c: &'static Class, this: VALUE) -> Result<
     let socket = PlainSocket::of(inner);
     // The spent `@rbuf` the header (and then the frame) is read into, from a plain socket.
     let spent = socket.and_then(|_| super::spent_rbuf(c, this));
-    let size = match socket {
-        Some(socket) => {
+    let read_at_once = match socket {
+        Some(socket) => socket
+            .read_frame(spent, super::MAX_CHUNK, || c.store_index(this, 0))
+            .inspect_err(|_| spent.into_iter().for_each(rb::empty_refillable_string))?,
+        None => None,
+    };
+    let size = match (read_at_once, socket) {
+        (Some(FrameRead::Whole(frame)), _) => return c.set_rbuf(this, frame),
+        (Some(FrameRead::Size(size)), _) => rb::integer(size.into()),
+        (None, Some(socket)) => {
             let header = super::socket_refill(socket, 4, spent, true)?;
             // SAFETY: `header` is a String of at least 4 bytes (read_all's loop), copied out at once.
             let b = unsafe { rb::str_bytes(header) };
             rb::integer(i64::from(u32::from_be_bytes([b[0], b[1], b[2], b[3]])))
         }
-        None => {
+        (None, None) => {
             let header = rb::funcall(inner, READ_ALL.get(), &[rb::integer(4)])?;
             rb::funcall(header, UNPACK1.get(), &[rb::binary_string(b"N")])?
         }

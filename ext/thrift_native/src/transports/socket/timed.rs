@@ -129,16 +129,18 @@ impl Deadline {
     }
 }
 
-/// The read of master's timed `Socket#read(sz)` (into `buf`, when given: see [`PlainSocket::read_into`]). Errors are
-/// answered unrescued; the caller rescues them as the library does.
+/// The read of master's timed `Socket#read(named)` (into `buf`, when given: see [`PlainSocket::read_into`]), asking
+/// the handle for up to `sz` bytes (more than `named` only for a frame's first read). Errors are answered unrescued;
+/// the caller rescues them as the library does.
 pub(super) fn read(
     socket: PlainSocket,
     handle: VALUE,
     sz: usize,
+    named: usize,
     buf: Option<VALUE>,
     timeout: f64,
 ) -> Result<VALUE, Error> {
-    let deadline = Deadline::new(timeout, sz);
+    let deadline = Deadline::new(timeout, named);
     let size = rb::integer(sz as i64);
     loop {
         let args = [size, buf.unwrap_or(rb::QNIL), no_exception()];
