@@ -3,7 +3,8 @@
 require "socket"
 
 # FramedTransport and BufferedTransport refilling from a plain Thrift::Socket read the socket into their spent `@rbuf`
-# (transports/layered/mod.rs, spent_rbuf): no String per frame or refill. What they answer and call is compared with
+# (transports/layered/mod.rs, spent_rbuf): no String per frame or refill; flushing to one, they keep their `@wbuf`
+# (renewed_wbuf): no String per message. What they answer and call is compared with
 # the library's in spec/integration/socket_transport_spec.rb; here, the allocations, and what a failed frame leaves.
 RSpec.describe "Refills from a Thrift::Socket" do
   def frame(bytes) = [bytes.bytesize].pack("N") + bytes.b
@@ -82,6 +83,46 @@ RSpec.describe "Refills from a Thrift::Socket" do
     objects = allocations { 5000.times { trans.read_byte } } # crosses two refills of 4096 bytes
     expect(objects).to eq(0)
     expect(trans.read(10).encoding).to eq(Encoding::BINARY)
+  end
+
+  # The other side: a flush to a plain socket hands @wbuf to no Ruby code, so it is emptied and kept (README,
+  # "Deliberate differences": what a caller kept of it reads empty, where the library's still holds the bytes).
+  [Thrift::FramedTransport, Thrift::BufferedTransport].each do |klass|
+    it "#{klass.name.split("::").last}: a flush to a plain socket keeps @wbuf, emptied: no String per message" do
+      @socket, @peer = socket_pair
+      trans = klass.new(@socket)
+      message = "m".b * 100
+      trans.write(message)
+      trans.flush
+      wbuf = trans.instance_variable_get(:@wbuf)
+      objects = allocations do
+        trans.write(message)
+        trans.flush
+      end
+      expect(objects).to eq(0)
+      expect(trans.instance_variable_get(:@wbuf)).to equal(wbuf)
+      expect([wbuf, wbuf.encoding, wbuf.frozen?]).to eq(["", Encoding::BINARY, false])
+      framing = klass == Thrift::FramedTransport ? [100].pack("N") : ""
+      expect(@peer.read((framing.bytesize + 100) * 3)).to eq((framing + message) * 3)
+    end
+
+    it "#{klass.name.split("::").last}: a frozen @wbuf, or one a transport's write was handed, is replaced" do
+      @socket, @peer = socket_pair
+      trans = klass.new(@socket)
+      trans.write("abc")
+      kept = trans.instance_variable_get(:@wbuf).freeze
+      trans.flush
+      expect(trans.instance_variable_get(:@wbuf)).not_to equal(kept)
+      expect(kept).to eq("abc")
+      # A Ruby transport beneath: BufferedTransport hands it @wbuf itself, which it may keep.
+      seen = []
+      beneath = Class.new(Thrift::BaseTransport) { define_method(:write) { |s| seen << s } }.new
+      buffered = Thrift::BufferedTransport.new(beneath)
+      buffered.write("xyz")
+      buffered.flush
+      expect(seen).to eq(["xyz"])
+      expect(buffered.instance_variable_get(:@wbuf)).not_to equal(seen[0])
+    end
   end
 
   # The one difference from the library (README, "Deliberate differences"): its @rbuf still holds the previous

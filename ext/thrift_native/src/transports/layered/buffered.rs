@@ -140,10 +140,15 @@ fn flush(_ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
                     let copy = unsafe { rb::str_bytes(wbuf) }.to_vec();
                     socket.write_bytes(&copy)?
                 }
-                None => drop(write_beneath(inner, wbuf)?),
+                None => {
+                    // `@wbuf` itself went to Ruby code, which may keep it: a new one, as the library makes.
+                    write_beneath(inner, wbuf)?;
+                    c.set_wbuf(this, rb::binary_string(&[]))?;
+                    return flush_beneath(inner).map(rb::returned);
+                }
             },
         }
-        c.set_wbuf(this, rb::binary_string(&[]))?;
+        super::renewed_wbuf(c, this, wbuf)?;
     }
     flush_beneath(inner).map(rb::returned)
 }

@@ -187,7 +187,8 @@ fn write(_ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<Value, Error> {
     Ok(rb::returned(wbuf))
 }
 
-/// `flush`: the frame (size and `@wbuf`) in one `@transport.write`, then `@transport.flush`, then a new `@wbuf`.
+/// `flush`: the frame (size and `@wbuf`) in one `@transport.write`, then `@transport.flush`, then a new `@wbuf` (or
+/// the same one emptied, see `renewed_wbuf`), which it answers.
 fn flush(_ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
     let (this, c) = (rb_self.as_raw(), framed());
     if !c.owns(this) {
@@ -204,6 +205,7 @@ fn flush(_ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
     // SAFETY: `wbuf` is a String on this stack; the bytes are copied before anything else happens.
     let payload = unsafe { rb::str_bytes(wbuf) };
     let size = (payload.len() as u32).to_be_bytes();
+    // `@wbuf` itself goes to no Ruby code: a transport's `write` gets a frame String of its own.
     match crate::transports::memory_buffer::plain_write_buffer(inner) {
         // MemoryBufferTransport#write would append the frame's bytes to its buffer: no frame String needed.
         Some(buf) => {
@@ -222,9 +224,7 @@ fn flush(_ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
         }
     }
     flush_beneath(inner)?;
-    let fresh = rb::binary_string(&[]);
-    c.set_wbuf(this, fresh)?;
-    Ok(rb::returned(fresh))
+    super::renewed_wbuf(c, this, wbuf).map(rb::returned)
 }
 
 pub(super) fn init(ruby: &Ruby, c: &'static Class) -> Result<(), Error> {

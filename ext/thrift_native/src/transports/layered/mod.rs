@@ -296,6 +296,30 @@ fn spent_rbuf(c: &'static Class, this: VALUE) -> Option<VALUE> {
     (index >= 0 && index as usize >= unsafe { rb::str_len(rbuf) }).then_some(rbuf)
 }
 
+/// `@wbuf = Bytes.empty_byte_buffer` after a flush that handed `wbuf` to no Ruby code (its bytes went to a plain
+/// socket or MemoryBufferTransport): `wbuf` itself emptied, keeping its buffer for the next message, where it is a
+/// BINARY String that may be written (not frozen, not locked) of a buffer no larger than a refill's; else a new
+/// String, as the library makes. What a caller kept of `@wbuf` (`write` answers it) then reads empty, where the
+/// library's would still hold the flushed bytes (README, deliberate differences).
+fn renewed_wbuf(c: &'static Class, this: VALUE, wbuf: VALUE) -> Result<VALUE, Error> {
+    if c.wbuf.get(this) == wbuf
+        && is_byte_buffer(wbuf)
+        && rb::is_refillable_string(wbuf, REFILL_IN_PLACE_CAPACITY)
+    {
+        // SAFETY: protected; `wbuf` is an unfrozen, unlocked String on this stack: rb_str_modify makes a shared one
+        // independent (allocating), after which rb_str_set_len may shorten it.
+        magnus::rb_sys::protect(|| unsafe {
+            rb_sys::rb_str_modify(wbuf);
+            rb_sys::rb_str_set_len(wbuf, 0);
+            rb::QNIL
+        })?;
+        return Ok(wbuf);
+    }
+    let fresh = rb::binary_string(&[]);
+    c.set_wbuf(this, fresh)?;
+    Ok(fresh)
+}
+
 /// `spent`, the String a frame's header was read into, when it is still `@rbuf` and may still be filled.
 fn still_spent(c: &'static Class, this: VALUE, spent: Option<VALUE>) -> Option<VALUE> {
     spent
