@@ -357,14 +357,17 @@ fn message_type(iprot: VALUE) -> Result<VALUE, Error> {
     Ok(mtype)
 }
 
-/// 0.19 and master: `fname, mtype, rseqid = @iprot.read_message_begin; [fname, mtype, rseqid]`.
+/// 0.19 and master: `fname, mtype, rseqid = @iprot.read_message_begin; [fname, mtype, rseqid]`, where our own
+/// method reads it without the Array it answers (`super::read_begin`).
 fn receive_message_begin(rb_self: Value) -> Result<Value, Error> {
-    let begin = rb::funcall(
-        ivar(rb_self.as_raw(), &IVAR_IPROT),
-        READ_MESSAGE_BEGIN.get(),
-        &[],
-    )?;
-    let parts = destructure(begin)?;
+    let iprot = ivar(rb_self.as_raw(), &IVAR_IPROT);
+    let parts = match super::read_begin(iprot, NameRead::String) {
+        Some(begin) => {
+            let (fname, mtype, rseqid) = begin?;
+            [fname, rb::integer(mtype), rb::integer(rseqid.into())]
+        }
+        None => destructure(rb::funcall(iprot, READ_MESSAGE_BEGIN.get(), &[])?)?,
+    };
     // SAFETY: the three VALUEs are on this stack; rb_ary_new_from_values copies them.
     Ok(rb::returned(unsafe {
         rb_sys::rb_ary_new_from_values(3, parts.as_ptr())
