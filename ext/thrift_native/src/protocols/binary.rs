@@ -71,7 +71,7 @@ fn nothing(_rb_self: Value) {}
 
 fn nothing1(_rb_self: Value, _arg: Value) {}
 
-fn write_message_begin(
+pub(crate) fn write_message_begin(
     ruby: &Ruby,
     rb_self: Value,
     name: Value,

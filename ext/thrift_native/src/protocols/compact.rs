@@ -180,7 +180,7 @@ fn write_string_to(ruby: &Ruby, out: Output, s: Value) -> Result<(), Error> {
 /// thrift master checks the sequence id, then converts the type, before writing anything; before master each
 /// argument was converted (FIX2INT) as the byte it goes into was written, so a bad one raised after the bytes
 /// before it.
-fn write_message_begin(
+pub(crate) fn write_message_begin(
     ruby: &Ruby,
     rb_self: Value,
     name: Value,

@@ -29,10 +29,9 @@ use super::{basic, destructure, equal, k, message_types, not_equal};
 use crate::protocols::message_name::NameRead;
 use crate::ruby::guard::Originals;
 use crate::ruby::names::{
-    APPEND, CLOSE, DEQUEUE_PENDING_SEQID, EACH_ID, FLUSH, HANDLE_EXCEPTION, IVAR_IPROT, IVAR_OPROT,
+    APPEND, CLOSE, DEQUEUE_PENDING_SEQID, EACH_ID, HANDLE_EXCEPTION, IVAR_IPROT, IVAR_OPROT,
     IVAR_PENDING_SEQIDS, IVAR_SEQID, NEW, NEXT_SEQID, PLUS, RAISE_APPLICATION_EXCEPTION, READ,
     READ_MESSAGE_BEGIN, SEND, SEND_MESSAGE_ARGS, SHIFT, TO_S, TRANS, WRITE, WRITE_MESSAGE,
-    WRITE_MESSAGE_BEGIN,
 };
 use crate::ruby::{rb, registry};
 use crate::thrift::thrift;
@@ -172,7 +171,7 @@ fn send_message_args_v014(this: VALUE, args_class: VALUE, args: VALUE) -> Result
         return Err(e);
     }
     super::decorated::call(ivar(this, &IVAR_OPROT), Forwarded::WriteMessageEnd)?;
-    rb::funcall(oprot_trans(this)?, FLUSH.get(), &[])
+    super::direct::flush(oprot_trans(this)?)
 }
 
 /// master's private `write_message(name, type, args_class, args)`.
@@ -189,15 +188,11 @@ fn write_message_master(this: VALUE, args: &[VALUE; 4]) -> Result<VALUE, Error> 
     };
     let sent = (|| {
         if !rb::is_nil(name) {
-            rb::funcall(
-                ivar(this, &IVAR_OPROT),
-                WRITE_MESSAGE_BEGIN.get(),
-                &[name, kind, seqid],
-            )?;
+            super::direct::write_message_begin(ivar(this, &IVAR_OPROT), name, kind, seqid)?;
         }
         rb::funcall(data, WRITE.get(), &[ivar(this, &IVAR_OPROT)])?;
         super::decorated::call(ivar(this, &IVAR_OPROT), Forwarded::WriteMessageEnd)?;
-        rb::funcall(oprot_trans(this)?, FLUSH.get(), &[])
+        super::direct::flush(oprot_trans(this)?)
     })();
     let flush_result = match sent {
         Ok(v) => v,
@@ -239,11 +234,7 @@ fn send(this: VALUE, kind: VALUE, args: &[Value]) -> Result<VALUE, Error> {
         ),
         Flavor::V014 | Flavor::V019 => {
             let seqid = ivar(this, &IVAR_SEQID);
-            rb::funcall(
-                ivar(this, &IVAR_OPROT),
-                WRITE_MESSAGE_BEGIN.get(),
-                &[name, kind, seqid],
-            )?;
+            super::direct::write_message_begin(ivar(this, &IVAR_OPROT), name, kind, seqid)?;
             rb::funcall(this, SEND_MESSAGE_ARGS.get(), &[args_class, arguments])
         }
     }

@@ -26,7 +26,7 @@ use super::message_types;
 use crate::ruby::guard::{Guard, Originals, Watch};
 use crate::ruby::names::{
     IVAR_MESSAGE_BEGIN, IVAR_PROTOCOL, IVAR_SERVICE_NAME, NEW, READ_MESSAGE_END, TRANS,
-    WRITE_MESSAGE_BEGIN, WRITE_MESSAGE_END,
+    WRITE_MESSAGE_END,
 };
 use crate::ruby::{rb, registry};
 use crate::thrift::thrift;
@@ -72,7 +72,11 @@ impl Forwarded {
 
 /// `prot.<method>`: on `@protocol` where `prot` would only pass the call on to it (see the top of this file).
 pub(crate) fn call(prot: VALUE, method: Forwarded) -> Result<VALUE, Error> {
-    rb::funcall(undecorated(prot, method), method.id(), &[])
+    let target = undecorated(prot, method);
+    if let Some(answer) = super::direct::forwarded(target, method) {
+        return Ok(answer);
+    }
+    rb::funcall(target, method.id(), &[])
 }
 
 fn undecorated(prot: VALUE, method: Forwarded) -> VALUE {
@@ -151,7 +155,7 @@ fn write_message_begin(
         name
     };
     let protocol = rb::ivar_get(this, IVAR_PROTOCOL.get());
-    rb::funcall(protocol, WRITE_MESSAGE_BEGIN.get(), &[name, kind, seqid]).map(rb::returned)
+    super::direct::write_message_begin(protocol, name, kind, seqid).map(rb::returned)
 }
 
 /// The bits of the [`FORWARDED`] methods that `class` has from ProtocolDecorator.

@@ -1,11 +1,14 @@
 //! The Ruby around the codec in an RPC call, native: `client.rs` (`Thrift::Client`, the client's half of a call),
-//! `processor.rs` (`Thrift::Processor`, the server's half) and `multiplexed.rs` (`Thrift::MultiplexedProcessor`).
+//! `processor.rs` (`Thrift::Processor`, the server's half) and `multiplexed.rs` (`Thrift::MultiplexedProcessor`);
+//! `decorated.rs` sees through the protocol decorators, `direct.rs` calls our own protocol and transport methods
+//! without dispatch.
 //! What they use is here: the message types, Ruby's answers to `==`, `!=`, a multiple assignment and "is this method
 //! still Ruby's own", a method's ID looked up without making its Symbol, and the message header read by our
 //! protocols without the objects the caller would drop.
 
 mod client;
 pub(crate) mod decorated;
+mod direct;
 mod multiplexed;
 mod processor;
 
@@ -173,6 +176,7 @@ pub fn init(ruby: &Ruby) -> Result<(), Error> {
         MULTIPLEXED_PROTOCOL.store(multiplexed.as_raw() as usize, Ordering::Relaxed);
     }
     decorated::init(ruby)?;
+    direct::init()?;
     client::init(ruby)?;
     processor::init(ruby)?;
     multiplexed::init(ruby)

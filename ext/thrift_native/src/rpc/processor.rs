@@ -24,8 +24,8 @@ use super::decorated::Forwarded;
 use super::{basic, equal, k, message_types, read_begin_keeping_name};
 use crate::protocols::message_name::MessageName;
 use crate::ruby::names::{
-    BACKTRACE, DEBUG, FLUSH, IVAR_LOGGER, JOIN, MESSAGE, NEW, READ, RESPOND_TO_P, SEND, SKIP,
-    WRITE, WRITE_ERROR, WRITE_MESSAGE_BEGIN,
+    BACKTRACE, DEBUG, IVAR_LOGGER, JOIN, MESSAGE, NEW, READ, RESPOND_TO_P, SEND, SKIP, WRITE,
+    WRITE_ERROR,
 };
 use crate::ruby::{rb, registry};
 use crate::thrift::thrift;
@@ -241,11 +241,11 @@ fn write_message(
     name: VALUE,
     seqid: VALUE,
 ) -> Result<Value, Error> {
-    rb::funcall(oprot, WRITE_MESSAGE_BEGIN.get(), &[name, kind, seqid])?;
+    super::direct::write_message_begin(oprot, name, kind, seqid)?;
     rb::funcall(body, WRITE.get(), &[oprot])?;
     super::decorated::call(oprot, Forwarded::WriteMessageEnd)?;
     let trans = super::decorated::call(oprot, Forwarded::Trans)?;
-    rb::funcall(trans, FLUSH.get(), &[]).map(rb::returned)
+    super::direct::flush(trans).map(rb::returned)
 }
 
 pub fn init(ruby: &Ruby) -> Result<(), Error> {

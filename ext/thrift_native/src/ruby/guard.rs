@@ -61,6 +61,11 @@ impl Guard {
         self.intact.load(Ordering::Relaxed)
     }
 
+    /// Trips the guard for good: what its fast path relies on was not found as expected at load time.
+    pub fn trip(&self) {
+        self.intact.store(false, Ordering::Relaxed);
+    }
+
     /// Registers `class` (a pinned class) as relied on by this guard.
     pub fn watch(&'static self, class: VALUE, watch: Watch) {
         let mut watched = WATCHED.lock().unwrap_or_else(|e| e.into_inner());

@@ -120,7 +120,7 @@ fn write(_ruby: &Ruby, rb_self: Value, buf: Value) -> Result<Value, Error> {
 }
 
 /// `flush`: `@transport.write(@wbuf)` and a new `@wbuf` unless it is empty, then `@transport.flush`.
-fn flush(_ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
+pub(super) fn flush(_ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
     let (this, c) = (rb_self.as_raw(), buffered());
     let wbuf = c.wbuf.get(this);
     if !c.owns(this) || !is_byte_buffer(wbuf) {

@@ -189,7 +189,7 @@ fn write(_ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<Value, Error> {
 
 /// `flush`: the frame (size and `@wbuf`) in one `@transport.write`, then `@transport.flush`, then a new `@wbuf` (or
 /// the same one emptied, see `renewed_wbuf`), which it answers.
-fn flush(_ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
+pub(super) fn flush(_ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {
     let (this, c) = (rb_self.as_raw(), framed());
     if !c.owns(this) {
         return c.original(FLUSH_M, this, &[]).map(rb::returned);

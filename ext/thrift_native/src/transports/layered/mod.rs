@@ -147,6 +147,24 @@ fn class_of(this: VALUE) -> Option<&'static Class> {
     }
 }
 
+/// `trans.flush` where dispatch would run our own method (an exact, unfrozen instance of one of the two while their
+/// methods are ours): that method's work, without the call. None for any other transport.
+pub fn flush_owned(trans: VALUE) -> Option<Result<VALUE, Error>> {
+    use magnus::rb_sys::AsRawValue;
+    let c = class_of(trans)?;
+    if !c.owns(trans) {
+        return None;
+    }
+    let ruby = Ruby::get().expect("called from a Ruby thread");
+    // SAFETY: `trans` is a live object of the caller's frame.
+    let this = unsafe { rb::value(trans) };
+    let flushed = match c.layer {
+        Layer::Framed => framed::flush(&ruby, this),
+        Layer::Buffered => buffered::flush(&ruby, this),
+    };
+    Some(flushed.map(|v| v.as_raw()))
+}
+
 /// The class `trans` is exactly an instance of, when it is handled natively and (a FramedTransport) the direction's
 /// flag (`@read` or `@write`) is on.
 #[inline(always)]
