@@ -23,6 +23,38 @@ RSpec.describe "Thrift::Client" do
     expect(allocations { client.send_oneway_message("ping", CodecTest::Leaf) }).to eq(2)
   end
 
+  # rpc/direct.rs calls our protocol's and transport's methods without dispatch while they are ours: methods
+  # prepended later, on the protocol, on BaseProtocol (`trans`) and on the transport, must see their calls.
+  it "calls protocol and transport methods changed after a first call, as the library does" do
+    code = <<~RUBY
+      require #{File.expand_path("../../test_support/codec_types", __dir__).inspect}
+      CodecTypes.load!
+      client_class = Class.new { include Thrift::Client }
+      [["binary", Thrift::FramedTransport], ["compact", Thrift::BufferedTransport]].map do |protocol, layer|
+        out = Thrift::MemoryBufferTransport.new
+        prot = Accelerator.protocol_class(protocol).new(layer.new(out))
+        client = client_class.new(prot)
+        client.send_message("ping", CodecTest::Leaf, id: 1)
+        calls = []
+        recorder = lambda do |*names|
+          Module.new do
+            names.each { |name| define_method(name) { |*args| calls << name; super(*args) } }
+          end
+        end
+        prot.class.prepend(recorder.call(:write_message_begin, :write_message_end))
+        Thrift::BaseProtocol.prepend(recorder.call(:trans))
+        layer.prepend(recorder.call(:flush))
+        client.send_message("ping", CodecTest::Leaf, id: 2)
+        [calls, out.read(out.available)]
+      end.then { |r| $stdout.write Marshal.dump(r) }
+    RUBY
+    # Pure Ruby's protocol calls `trans` for each of its writes: compared with the C accelerator, which makes the
+    # library's calls of the client and the struct code's.
+    runs = %w[c ours].to_h { |a| [a, Marshal.load(ChildRuby.eval(code, accelerator: a, binmode: true))] }
+    expect(runs["ours"]).to eq(runs["c"])
+    expect(runs["ours"].map(&:first)).to all(include(:write_message_begin, :write_message_end, :trans, :flush))
+  end
+
   it "receives a reply allocating the result and what it holds (0.19, master: the message begin's name and Array)" do
     out = Thrift::MemoryBufferTransport.new
     prot = Thrift::BinaryProtocolAccelerated.new(out)
