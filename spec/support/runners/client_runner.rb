@@ -171,6 +171,35 @@ CASES = {
     { script: { write_struct_begin: ->(*) { raise IOError, "write failed" } }, fail_on: [:close] },
     ->(c) { c.send_message("ping", Args, n: 8) },
   ],
+  # struct_codec/calls.rs runs `new`, `read` and `write` without a call only for classes that keep the library's.
+  "send_message, an args class with its own new" => [{}, lambda { |c|
+    $made = []
+    klass = Class.new(Args) { define_singleton_method(:new) { |*a| $made << a && super(*a) } }
+    [c.send_message("ping", klass, n: 1), $made]
+  }],
+  "send_message, an args class with its own initialize and write" => [{}, lambda { |c|
+    $made = []
+    klass = Class.new(Args) do
+      def initialize(*a) = ($made << [:initialize, a]) && super
+      def write(prot) = ($made << :write) && super
+    end
+    [c.send_message("ping", klass, n: 1), $made]
+  }],
+  "a call: a result class with its own read, then one prepended after a call" => [
+    { input: -> { %w[one two three].map { |s| body(Result.new(success: s)) }.join },
+      script: { read_message_begin: ->(*) { ["ping", T::REPLY, $seqids.shift] } } },
+    lambda { |c|
+      $made = []
+      $seqids = [0, 1, 2]
+      own = Class.new(Result) { def read(prot) = ($made << :read) && super }
+      plain = Class.new(Result)
+      call = ->(klass, n) { [c.send_message("ping", Args, n: n), receive(c, "ping", klass).success] }
+      first = call.call(own, 1)
+      second = call.call(plain, 2)
+      plain.prepend(Module.new { def read(prot) = ($made << :prepended) && super })
+      [first, second, call.call(plain, 3), $made]
+    },
+  ],
   "handle_exception, not an exception" => [{}, ->(c) { c.handle_exception(T::REPLY) }],
   "handle_exception, nil" => [{}, ->(c) { c.handle_exception(nil) }],
 }.freeze

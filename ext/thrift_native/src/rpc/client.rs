@@ -31,9 +31,10 @@ use crate::ruby::guard::Originals;
 use crate::ruby::names::{
     APPEND, CLOSE, DEQUEUE_PENDING_SEQID, EACH_ID, HANDLE_EXCEPTION, IVAR_IPROT, IVAR_OPROT,
     IVAR_PENDING_SEQIDS, IVAR_SEQID, NEW, NEXT_SEQID, PLUS, RAISE_APPLICATION_EXCEPTION, READ,
-    READ_MESSAGE_BEGIN, SEND, SEND_MESSAGE_ARGS, SHIFT, TO_S, TRANS, WRITE, WRITE_MESSAGE,
+    READ_MESSAGE_BEGIN, SEND, SEND_MESSAGE_ARGS, SHIFT, TO_S, TRANS, WRITE_MESSAGE,
 };
 use crate::ruby::{rb, registry};
+use crate::struct_codec::calls::{self, Made};
 use crate::thrift::thrift;
 
 /// Which client.rb the loaded thrift has.
@@ -135,10 +136,11 @@ fn set_argument(data: VALUE, own_send: bool, key: VALUE, value: VALUE) -> Result
 }
 
 /// `data = args_class.new; args.each { |k, v| data.send("#{k}=", v) }`, walking the live Hash as `each` does.
-fn make_args(args_class: VALUE, args: VALUE) -> Result<VALUE, Error> {
-    let data = rb::funcall(args_class, NEW.get(), &[])?;
-    let own_send = rb::heap_class(data).is_some_and(|c| basic(c, SEND.get()));
-    rb::hash_foreach(args, |key, value| set_argument(data, own_send, key, value))?;
+fn make_args(args_class: VALUE, args: VALUE) -> Result<Made, Error> {
+    let data = calls::new_instance(args_class)?;
+    let obj = data.obj;
+    let own_send = rb::heap_class(obj).is_some_and(|c| basic(c, SEND.get()));
+    rb::hash_foreach(args, |key, value| set_argument(obj, own_send, key, value))?;
     Ok(data)
 }
 
@@ -161,7 +163,7 @@ fn send_message_args_v014(this: VALUE, args_class: VALUE, args: VALUE) -> Result
         return ORIGINALS.call(SEND_MESSAGE_ARGS_M, this, &[args_class, args]);
     }
     let data = make_args(args_class, args)?;
-    if let Err(e) = rb::funcall(data, WRITE.get(), &[ivar(this, &IVAR_OPROT)]) {
+    if let Err(e) = data.write(ivar(this, &IVAR_OPROT)) {
         if let Some(exception) = standard_error(&e) {
             crate::ruby::rescue::rescuing(exception, |r| {
                 let trans = r.call(ivar(this, &IVAR_OPROT), TRANS.get(), &[])?;
@@ -190,7 +192,7 @@ fn write_message_master(this: VALUE, args: &[VALUE; 4]) -> Result<VALUE, Error> 
         if !rb::is_nil(name) {
             super::direct::write_message_begin(ivar(this, &IVAR_OPROT), name, kind, seqid)?;
         }
-        rb::funcall(data, WRITE.get(), &[ivar(this, &IVAR_OPROT)])?;
+        data.write(ivar(this, &IVAR_OPROT))?;
         super::decorated::call(ivar(this, &IVAR_OPROT), Forwarded::WriteMessageEnd)?;
         super::direct::flush(oprot_trans(this)?)
     })();
@@ -330,10 +332,10 @@ fn receive_message(rb_self: Value, result_klass: Value) -> Result<Value, Error> 
         let mtype = message_type(ivar(this, &IVAR_IPROT))?;
         rb::funcall(this, HANDLE_EXCEPTION.get(), &[mtype])?;
     }
-    let result = rb::funcall(result_klass.as_raw(), NEW.get(), &[])?;
-    rb::funcall(result, READ.get(), &[ivar(this, &IVAR_IPROT)])?;
+    let result = calls::new_instance(result_klass.as_raw())?;
+    result.read(ivar(this, &IVAR_IPROT))?;
     super::decorated::call(ivar(this, &IVAR_IPROT), Forwarded::ReadMessageEnd)?;
-    Ok(rb::returned(result))
+    Ok(rb::returned(result.obj))
 }
 
 /// The type of `iprot.read_message_begin` (0.14's `receive_message` drops the name and the sequence id): for an

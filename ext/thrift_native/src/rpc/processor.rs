@@ -24,8 +24,7 @@ use super::decorated::Forwarded;
 use super::{basic, equal, k, message_types, read_begin_keeping_name};
 use crate::protocols::message_name::MessageName;
 use crate::ruby::names::{
-    BACKTRACE, DEBUG, IVAR_LOGGER, JOIN, MESSAGE, NEW, READ, RESPOND_TO_P, SEND, SKIP, WRITE,
-    WRITE_ERROR,
+    BACKTRACE, DEBUG, IVAR_LOGGER, JOIN, MESSAGE, NEW, RESPOND_TO_P, SEND, SKIP, WRITE, WRITE_ERROR,
 };
 use crate::ruby::{rb, registry};
 use crate::thrift::thrift;
@@ -227,10 +226,10 @@ fn internal_error(
 /// `read_args(iprot, args_class)`.
 fn read_args(iprot: Value, args_class: Value) -> Result<Value, Error> {
     let iprot = iprot.as_raw();
-    let args = rb::funcall(args_class.as_raw(), NEW.get(), &[])?;
-    rb::funcall(args, READ.get(), &[iprot])?;
+    let args = crate::struct_codec::calls::new_instance(args_class.as_raw())?;
+    args.read(iprot)?;
     super::decorated::call(iprot, Forwarded::ReadMessageEnd)?;
-    Ok(rb::returned(args))
+    Ok(rb::returned(args.obj))
 }
 
 /// `write_result` (REPLY) and `write_error` (EXCEPTION): the message, then `oprot.trans.flush`.

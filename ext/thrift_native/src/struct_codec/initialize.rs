@@ -18,7 +18,7 @@ use rb_sys::{ruby_value_type, VALUE};
 use crate::ruby::guard::{Guard, Originals, Watch};
 use crate::ruby::names::{
     FIELDS_WITH_DEFAULT_VALUES, IVAR_FIELDS_WITH_DEFAULT_VALUES, IVAR_NAMES_TO_IDS, IVAR_SETFIELD,
-    IVAR_TYPE_CHECKING, IVAR_VALUE, NAME_TO_ID, TYPE_CHECKING,
+    IVAR_TYPE_CHECKING, IVAR_VALUE, NAME_TO_ID, NEW, TYPE_CHECKING,
 };
 use crate::ruby::rb;
 use crate::struct_codec::defaults::dup_default;
@@ -126,6 +126,20 @@ fn struct_fast(ruby: &Ruby, this: VALUE, args: &[Value]) -> Result<Option<Value>
         Err(e) if e.is_kind_of(ruby.exception_standard_error()) => return Ok(None),
         Err(e) => return Err(e),
     };
+    // SAFETY: rb_block_given_p reads the running frame, this method's.
+    let block = unsafe { rb_sys::rb_block_given_p() } != 0;
+    struct_planned(this, class, plan, given, block)
+}
+
+/// [`struct_fast`] for an instance of `class`, whose plan is `plan`, given the defaults Hash `given` (or none),
+/// yielding to the running method's block when `block`.
+fn struct_planned(
+    this: VALUE,
+    class: VALUE,
+    plan: &ClassPlan,
+    given: Option<VALUE>,
+    block: bool,
+) -> Result<Option<Value>, Error> {
     if plan.def.is_union() || !plan.owners_now()?.plain_collaborators() {
         return Ok(None);
     }
@@ -184,8 +198,7 @@ fn struct_fast(ruby: &Ruby, this: VALUE, args: &[Value]) -> Result<Option<Value>
         }
     }
     // `yield self if block`: the block's result is the method's.
-    // SAFETY: rb_block_given_p reads the running frame.
-    if unsafe { rb_sys::rb_block_given_p() } != 0 {
+    if block {
         // SAFETY: protected; rb_yield calls the block given to the running native method.
         let result = magnus::rb_sys::protect(|| unsafe { rb_sys::rb_yield(this) })?;
         return Ok(Some(rb::returned(result)));
@@ -229,6 +242,56 @@ fn default_fields_of(plan: &ClassPlan, defaulted: &[(VALUE, VALUE)], out: &mut [
 fn hash_size(hash: VALUE) -> usize {
     // SAFETY: `hash` is a Hash; rb_hash_size_num reads its count.
     unsafe { rb_sys::rb_hash_size_num(hash) as usize }
+}
+
+/// `class.new` with no arguments and no block (what the RPC code's `args_class.new` and `result_klass.new` are),
+/// without Ruby's dispatch where `Class#new` would run our `initialize`: `class` (a class with a plan) has no `new`
+/// of its own or its ancestors' (its singleton's `new` is Class#new) and keeps the library's `initialize`. The new
+/// object, or None (nothing done) where `new` must be called.
+pub(crate) fn new_plain(
+    ruby: &Ruby,
+    class: VALUE,
+) -> Result<Option<(VALUE, &'static ClassPlan)>, Error> {
+    if rb::builtin_type(class) != Some(ruby_value_type::RUBY_T_CLASS) {
+        return Ok(None);
+    }
+    let Some(meta) = rb::heap_class(class) else {
+        return Ok(None);
+    };
+    // SAFETY: `meta`, the class's singleton, is a live class; rb_method_basic_definition_p only looks `new` up.
+    if unsafe { rb_sys::rb_method_basic_definition_p(meta, NEW.get()) } == 0 {
+        return Ok(None);
+    }
+    let plan = match plan_for(ruby, class) {
+        Ok(plan) => plan,
+        Err(e) if e.is_kind_of(ruby.exception_standard_error()) => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let union = plan.def.is_union();
+    if !(if union {
+        UNION.intact()
+    } else {
+        STRUCT.intact()
+    }) || !plan.owners_now()?.plain_initialize()
+    {
+        return Ok(None);
+    }
+    // SAFETY: protected; rb_obj_alloc runs the class's allocator (a T_OBJECT's, for a class with a plan).
+    let this = magnus::rb_sys::protect(|| unsafe { rb_sys::rb_obj_alloc(class) })?;
+    let done = if union {
+        union_fast(this, &[])?
+    } else {
+        struct_planned(this, class, plan, None, false)?
+    };
+    if done.is_none() {
+        let original = if union {
+            &UNION_ORIGINAL
+        } else {
+            &STRUCT_ORIGINAL
+        };
+        original.call(0, this, &[])?;
+    }
+    Ok(Some((this, plan)))
 }
 
 pub fn union_initialize(rb_self: Value, args: &[Value]) -> Result<Value, Error> {

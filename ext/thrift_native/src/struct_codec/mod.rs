@@ -13,12 +13,14 @@
 //!   FramedTransport or BufferedTransport;
 //! - `initialize.rs`: `Thrift::Struct#initialize` and `Thrift::Union#initialize`, for classes whose methods are the
 //!   library's (`owners.rs`, which the decoder asks too before it allocates a nested struct);
+//! - `calls.rs`: `new`, `read` and `write` as the RPC code calls them, without dispatch where they are ours;
 //! - `decorators.rs`: a MultiplexedProtocol or StoredMessageProtocol that only passes the codec's calls on takes
 //!   the fast path of the protocol inside;
 //! - `dispatch.rs`: every other protocol, called as the C accelerator calls it, so that mocks and other protocols
 //!   see the same call sequence.
 
 mod build;
+pub(crate) mod calls;
 mod decorators;
 mod defaults;
 mod dispatch;
@@ -46,7 +48,7 @@ use crate::protocols;
 use crate::ruby::guard::{Guard, Watch};
 use crate::ruby::names::{IVAR_HEADER_TRANSPORT, IVAR_PROTOCOL, IVAR_TRANS};
 use crate::ruby::{rb, registry};
-use crate::struct_codec::field_plan::{plan_for, RubyField};
+use crate::struct_codec::field_plan::{plan_for, ClassPlan, RubyField};
 use crate::thrift::errors;
 use crate::thrift::thrift;
 use crate::thrift::values::RubyBuilder;
@@ -54,6 +56,8 @@ use crate::transports::header::fast::HeaderBuffer;
 use crate::transports::layered::LayeredBuffer;
 use crate::transports::memory_buffer::MemoryBuffer;
 
+/// Tripped once Ruby code changes `read` or `write` of Thrift::Struct or Thrift::Union: `calls.rs` then calls them.
+static CODEC: Guard = Guard::new();
 /// Tripped once Ruby code changes a method of BinaryProtocolAccelerated (or CompactProtocol): the struct codec then
 /// dispatches to that protocol's methods.
 static BINARY: Guard = Guard::new();
@@ -135,6 +139,17 @@ fn read(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<(), Error> {
     let (protocol, depth) = parse_args(ruby, args)?;
     let obj = rb_self.as_raw();
     let plan = plan_for(ruby, rb::heap_class(obj).unwrap_or(obj))?;
+    read_planned(ruby, obj, plan, protocol, depth)
+}
+
+/// `read`, for `obj`, an instance of `plan`'s class.
+fn read_planned(
+    ruby: &Ruby,
+    obj: VALUE,
+    plan: &'static ClassPlan,
+    protocol: VALUE,
+    depth: i64,
+) -> Result<(), Error> {
     let target = RubyStruct::existing(obj, plan);
     let b = &mut RubyBuilder::new(ruby);
     // The fast paths read through a decorator's inner protocol; the dispatch path calls the decorator.
@@ -265,6 +280,8 @@ pub fn init(ruby: &Ruby) -> Result<(), Error> {
     sets::init();
     decorators::init(ruby)?;
     let t = thrift();
+    CODEC.watch(t.struct_module, Watch::Methods(&["read", "write"]));
+    CODEC.watch(t.union, Watch::Methods(&["read", "write"]));
     BINARY.watch(protocols::binary::class(), Watch::Every);
     COMPACT.watch(t.compact_protocol, Watch::Every);
     if let Some(h) = &t.header {

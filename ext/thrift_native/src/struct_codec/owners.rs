@@ -4,8 +4,9 @@
 //! A class may override them when it is defined, or later (a monkey patch, RSpec's `allow_any_instance_of`). The
 //! answer is kept with the class's field plan and asked again after lib/thrift_native.rb's hooks report a method
 //! change in a hooked class (`guard::method_changes`): struct classes get those hooks when they include
-//! `Thrift::Struct` (directly or through a module), unions inherit them from `Thrift::Union`. Not reported, and so
-//! not seen once a class was checked: a method added later to a module the class already includes, a change to
+//! `Thrift::Struct` (directly or through a module), unions inherit them from `Thrift::Union`. The RPC code asks too,
+//! before it runs `new`, `read` or `write` without a call (`calls.rs`). Not reported, and so not seen once a class
+//! was checked: a method added later to a module the class already includes, a change to
 //! `Kernel#instance_variable_set` itself or in `Object`, a module prepended to `Thrift`'s singleton class.
 
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
@@ -25,10 +26,16 @@ pub struct Found(u8);
 impl Found {
     const INITIALIZE: u8 = 1;
     const COLLABORATORS: u8 = 2;
+    const CODEC: u8 = 4;
 
     /// `initialize` is Thrift::Struct's (or Thrift::Union's): a new instance can be made without running Ruby code.
     pub fn plain_initialize(self) -> bool {
         self.0 & Self::INITIALIZE != 0
+    }
+
+    /// `read` and `write` are Thrift::Struct's (or Thrift::Union's): ours, which may be run without a call.
+    pub fn plain_codec(self) -> bool {
+        self.0 & Self::CODEC != 0
     }
 
     /// `fields_with_default_values`, `name_to_id` and `instance_variable_set` are the library's (Thrift::Struct's,
@@ -94,6 +101,9 @@ fn look_up(class: VALUE, is_union: bool) -> Result<Found, Error> {
     let plain_owner = if is_union { t.union } else { t.struct_module };
     if owned_by(class, "initialize", plain_owner)? {
         found |= Found::INITIALIZE;
+    }
+    if owned_by(class, "read", plain_owner)? && owned_by(class, "write", plain_owner)? {
+        found |= Found::CODEC;
     }
     if !is_union
         && owned_by(class, "fields_with_default_values", t.struct_module)?

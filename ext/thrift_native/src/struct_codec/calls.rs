@@ -1,0 +1,77 @@
+//! `klass.new`, `obj.read(prot)` and `obj.write(prot)` as the RPC code makes them (`args_class.new`,
+//! `result.read(@iprot)`, `data.write(@oprot)`), without Ruby's dispatch where dispatch would run our own methods:
+//! `new` where the class's singleton answers Class#new and the class keeps the library's `initialize`
+//! (`initialize::new_plain`), then `read` and `write` of that object while it is still an exact instance of its
+//! class and the class keeps the library's `read` and `write` (`owners.rs`) and Thrift::Struct's and Thrift::Union's
+//! are ours ([`super::CODEC`]). Anything else is called as before. A backtrace raised inside lacks the native
+//! method's line; TracePoint sees no `c_call` for it.
+
+use magnus::{Error, Ruby};
+use rb_sys::VALUE;
+use thrift_native_core::codec::check_depth;
+
+use super::field_plan::ClassPlan;
+use crate::ruby::names::{NEW, READ, WRITE};
+use crate::ruby::rb;
+use crate::thrift::{errors, thrift};
+
+/// An object the RPC code made with `new`, and its class's plan where it was made without the call.
+pub(crate) struct Made {
+    pub obj: VALUE,
+    plan: Option<&'static ClassPlan>,
+}
+
+/// `class.new`.
+pub(crate) fn new_instance(class: VALUE) -> Result<Made, Error> {
+    let ruby = Ruby::get().expect("called from a Ruby thread");
+    if let Some((obj, plan)) = super::initialize::new_plain(&ruby, class)? {
+        return Ok(Made {
+            obj,
+            plan: Some(plan),
+        });
+    }
+    Ok(Made {
+        obj: rb::funcall(class, NEW.get(), &[])?,
+        plan: None,
+    })
+}
+
+impl Made {
+    /// The plan, where `read` and `write` of the object are still ours to run without a call.
+    fn codec_plan(&self) -> Result<Option<&'static ClassPlan>, Error> {
+        let Some(plan) = self.plan else {
+            return Ok(None);
+        };
+        let ours = super::CODEC.intact()
+            && rb::heap_class(self.obj) == Some(plan.class)
+            && plan.owners_now()?.plain_codec();
+        Ok(ours.then_some(plan))
+    }
+
+    /// `obj.read(prot)`.
+    pub(crate) fn read(&self, prot: VALUE) -> Result<(), Error> {
+        match self.codec_plan()? {
+            Some(plan) => {
+                let ruby = Ruby::get().expect("called from a Ruby thread");
+                // `read(prot)`: the default depth, checked as `parse_args` checks a given one.
+                let depth = check_depth(thrift().default_recursion_depth)
+                    .map_err(|e| errors::from_core(&ruby, e))?;
+                super::read_planned(&ruby, self.obj, plan, prot, depth)
+            }
+            None => rb::funcall(self.obj, READ.get(), &[prot]).map(drop),
+        }
+    }
+
+    /// `obj.write(prot)`.
+    pub(crate) fn write(&self, prot: VALUE) -> Result<(), Error> {
+        match self.codec_plan()? {
+            Some(plan) => {
+                let ruby = Ruby::get().expect("called from a Ruby thread");
+                // SAFETY: `obj` and `prot` are live objects of the caller's frame.
+                let (obj, prot) = unsafe { (rb::value(self.obj), rb::value(prot)) };
+                super::write(&ruby, obj, &[prot], plan.def.is_union())
+            }
+            None => rb::funcall(self.obj, WRITE.get(), &[prot]).map(drop),
+        }
+    }
+}
