@@ -25,7 +25,7 @@ use magnus::{Error, Module, RModule, Ruby, Value};
 use rb_sys::{ID, VALUE};
 
 use super::decorated::Forwarded;
-use super::{basic, destructure, equal, k, message_types, not_equal};
+use super::{basic, destructure, equal, k, message_types, not_equal, ArrayCall};
 use crate::protocols::message_name::NameRead;
 use crate::ruby::guard::Originals;
 use crate::ruby::names::{
@@ -216,7 +216,11 @@ fn write_message_master(this: VALUE, args: &[VALUE; 4]) -> Result<VALUE, Error> 
         },
     };
     if equal(kind, k(&message_types().call))? {
-        return rb::funcall(ivar(this, &IVAR_PENDING_SEQIDS), APPEND.get(), &[seqid]);
+        let pending = ivar(this, &IVAR_PENDING_SEQIDS);
+        if let Some(pushed) = super::array_call(pending, ArrayCall::Push(seqid)) {
+            return Ok(pushed);
+        }
+        return rb::funcall(pending, APPEND.get(), &[seqid]);
     }
     Ok(flush_result)
 }
@@ -317,12 +321,11 @@ fn next_seqid(rb_self: Value) -> Result<Value, Error> {
 
 /// master's `dequeue_pending_seqid`: `@pending_seqids.shift`.
 fn dequeue_pending_seqid(rb_self: Value) -> Result<Value, Error> {
-    rb::funcall(
-        ivar(rb_self.as_raw(), &IVAR_PENDING_SEQIDS),
-        SHIFT.get(),
-        &[],
-    )
-    .map(rb::returned)
+    let pending = ivar(rb_self.as_raw(), &IVAR_PENDING_SEQIDS);
+    if let Some(first) = super::array_call(pending, ArrayCall::Shift) {
+        return Ok(rb::returned(first));
+    }
+    rb::funcall(pending, SHIFT.get(), &[]).map(rb::returned)
 }
 
 /// `receive_message(result_klass)`: 0.14 reads the message begin and calls `handle_exception` first.

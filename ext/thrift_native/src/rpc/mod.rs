@@ -48,20 +48,69 @@ pub(crate) fn k(v: &AtomicI64) -> VALUE {
     rb::integer(v.load(Ordering::Relaxed))
 }
 
-/// `a == b`, as Ruby answers it (Integers compared here).
+/// `a == b`, as Ruby answers it (Integers, and Strings while String#== is Ruby's, compared here).
 pub(crate) fn equal(a: VALUE, b: VALUE) -> Result<bool, Error> {
     if let (Some(x), Some(y)) = (rb::fixnum_value(a), rb::fixnum_value(b)) {
         return Ok(x == y);
     }
+    if let Some(same) = strings_equal(a, b, EQ.get()) {
+        return Ok(same);
+    }
     Ok(rb::truthy(rb::funcall(a, EQ.get(), &[b])?))
 }
 
-/// `a != b`, as Ruby answers it (Integers compared here).
+/// `a != b`, as Ruby answers it (Integers, and Strings while their `!=` is BasicObject's and `==` String's,
+/// compared here).
 pub(crate) fn not_equal(a: VALUE, b: VALUE) -> Result<bool, Error> {
     if let (Some(x), Some(y)) = (rb::fixnum_value(a), rb::fixnum_value(b)) {
         return Ok(x != y);
     }
+    if let Some(same) = strings_equal(a, b, NOT_EQ.get()) {
+        return Ok(!same);
+    }
     Ok(rb::truthy(rb::funcall(a, NOT_EQ.get(), &[b])?))
+}
+
+/// String#== of two exact Strings (`rb_str_equal`: the same bytes in comparable encodings), where `method` (`==`
+/// or `!=`, which calls `==`) is still Ruby's own for Strings. None otherwise.
+fn strings_equal(a: VALUE, b: VALUE, method: ID) -> Option<bool> {
+    let string = rb::string_class();
+    if !rb::is_exact_instance(a, string)
+        || !rb::is_exact_instance(b, string)
+        || !basic(string, method)
+        || !basic(string, EQ.get())
+    {
+        return None;
+    }
+    // SAFETY: two Strings on the caller's stack; rb_str_equal compares them without calling Ruby code.
+    Some(rb::truthy(unsafe { rb_sys::rb_str_equal(a, b) }))
+}
+
+/// `ary << v` (`ary.shift` for [`ArrayCall::Shift`]) on an exact, unfrozen Array while the method is Ruby's own,
+/// without a call; None otherwise.
+pub(crate) fn array_call(ary: VALUE, call: ArrayCall) -> Option<VALUE> {
+    // SAFETY: rb_cArray is set when Ruby boots and never changes.
+    let array = unsafe { rb_sys::rb_cArray };
+    let method = match call {
+        ArrayCall::Push(_) => crate::ruby::names::APPEND.get(),
+        ArrayCall::Shift => crate::ruby::names::SHIFT.get(),
+    };
+    if !rb::is_exact_instance(ary, array) || rb::is_frozen(ary) || !basic(array, method) {
+        return None;
+    }
+    // SAFETY: `ary` is an unfrozen Array held by the caller: rb_ary_push and rb_ary_shift raise nothing else.
+    Some(unsafe {
+        match call {
+            ArrayCall::Push(v) => rb_sys::rb_ary_push(ary, v),
+            ArrayCall::Shift => rb_sys::rb_ary_shift(ary),
+        }
+    })
+}
+
+#[derive(Clone, Copy)]
+pub(crate) enum ArrayCall {
+    Push(VALUE),
+    Shift,
 }
 
 /// `a, b, c = v`'s view of `v`: its elements when it is (or converts `to_ary` to) an Array, else `[v]`.

@@ -72,6 +72,8 @@ define_rb_intern!(
     READPARTIAL => "readpartial",
     READ_NONBLOCK => "read_nonblock",
     WRITE_NONBLOCK => "write_nonblock",
+    READ_NONBLOCK_INNER => "__read_nonblock",
+    WRITE_NONBLOCK_INNER => "__write_nonblock",
     MESSAGE => "message",
     RAISE => "raise",
     APPEND => "<<",

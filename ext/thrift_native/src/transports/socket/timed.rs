@@ -18,7 +18,7 @@
 //! Integer or a finite Float; other sockets keep master's Ruby methods. thrift 0.14-0.19 wait first and then
 //! `readpartial`; their timed sockets (set only by a caller) keep the library's methods too.
 
-use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
 use std::time::Instant;
 
 use magnus::{Error, Ruby};
@@ -26,7 +26,9 @@ use rb_sys::VALUE;
 
 use super::{PlainSocket, MASTER_RESCUE};
 use crate::ruby::guard::{Guard, Watch};
-use crate::ruby::names::{NEW, RAISE, READ_NONBLOCK, WRITE_NONBLOCK};
+use crate::ruby::names::{
+    NEW, RAISE, READ_NONBLOCK, READ_NONBLOCK_INNER, WRITE_NONBLOCK, WRITE_NONBLOCK_INNER,
+};
 use crate::ruby::rb;
 
 static GUARD: Guard = Guard::new();
@@ -38,6 +40,10 @@ static HANDLE_CLASSES: [AtomicUsize; 3] = [
 ];
 /// `{exception: false}`, frozen and pinned: the keywords of every call.
 static NO_EXCEPTION: AtomicUsize = AtomicUsize::new(0);
+/// BasicSocket's `read_nonblock` and `write_nonblock` are socket.rb's, which only pass their arguments on to the
+/// private `__read_nonblock(len, str, exception)` and `__write_nonblock(buf, exception)` (Linux): those are called
+/// instead, without the keyword Hash the Ruby methods take apart on every call.
+static INNER_CALLS: AtomicBool = AtomicBool::new(false);
 static TIMED_OUT: AtomicI64 = AtomicI64::new(3);
 /// `:wait_readable` and `:wait_writable`, what the calls answer where the library's would raise.
 static WAIT_READABLE: AtomicUsize = AtomicUsize::new(0);
@@ -143,8 +149,17 @@ pub(super) fn read(
     let deadline = Deadline::new(timeout, named);
     let size = rb::integer(sz as i64);
     loop {
-        let args = [size, buf.unwrap_or(rb::QNIL), no_exception()];
-        let answer = funcall_kw(handle, READ_NONBLOCK.get(), &args)?;
+        let answer = if INNER_CALLS.load(Ordering::Relaxed) {
+            // `read_nonblock(len, str, exception: false)` is `__read_nonblock(len, str, false)`.
+            rb::funcall(
+                handle,
+                READ_NONBLOCK_INNER.get(),
+                &[size, buf.unwrap_or(rb::QNIL), rb::QFALSE],
+            )?
+        } else {
+            let args = [size, buf.unwrap_or(rb::QNIL), no_exception()];
+            funcall_kw(handle, READ_NONBLOCK.get(), &args)?
+        };
         if let Some(wait) = wait_of(answer) {
             deadline.wait_for(socket, handle, wait)?;
         } else if rb::is_nil(answer) {
@@ -179,7 +194,11 @@ pub(super) fn write(
         } else {
             rb::str_subseq(s, written, total - written)
         };
-        let answer = funcall_kw(handle, WRITE_NONBLOCK.get(), &[rest, no_exception()])?;
+        let answer = if INNER_CALLS.load(Ordering::Relaxed) {
+            rb::funcall(handle, WRITE_NONBLOCK_INNER.get(), &[rest, rb::QFALSE])?
+        } else {
+            funcall_kw(handle, WRITE_NONBLOCK.get(), &[rest, no_exception()])?
+        };
         if let Some(wait) = wait_of(answer) {
             deadline.wait_for(socket, handle, wait)?;
         } else {
@@ -276,9 +295,16 @@ pub(super) fn init(ruby: &Ruby, exception: magnus::RClass) -> Result<(), Error> 
         rb::pin_forever(class.as_raw());
         GUARD.watch(
             class.as_raw(),
-            Watch::Methods(&["read_nonblock", "write_nonblock"]),
+            Watch::Methods(&[
+                "read_nonblock",
+                "write_nonblock",
+                "__read_nonblock",
+                "__write_nonblock",
+            ]),
         );
     }
+    let basic_socket: magnus::RClass = object.const_get("BasicSocket")?;
+    INNER_CALLS.store(passes_on(basic_socket)?, Ordering::Relaxed);
     let options = ruby.hash_new();
     options.aset(ruby.to_symbol("exception"), false)?;
     options.freeze();
@@ -298,4 +324,30 @@ pub(super) fn init(ruby: &Ruby, exception: magnus::RClass) -> Result<(), Error> 
     WAIT_READABLE.store(rb::symbol("wait_readable") as usize, Ordering::Relaxed);
     WAIT_WRITABLE.store(rb::symbol("wait_writable") as usize, Ordering::Relaxed);
     Ok(())
+}
+
+/// Whether `BasicSocket#read_nonblock` and `#write_nonblock` are socket.rb's, which only call `__read_nonblock(len,
+/// str, exception)` and `__write_nonblock(buf, exception)` (read from their source, as every Ruby from 3.1 to 4.0 has
+/// them on Linux).
+fn passes_on(basic_socket: magnus::RClass) -> Result<bool, Error> {
+    use magnus::value::ReprValue;
+    let ruby = Ruby::get().expect("called from a Ruby thread");
+    for (name, body) in [
+        ("read_nonblock", "__read_nonblock(len, str, exception)"),
+        ("write_nonblock", "__write_nonblock(buf, exception)"),
+    ] {
+        let method: magnus::Value =
+            basic_socket.funcall("instance_method", (ruby.to_symbol(name),))?;
+        let owner: magnus::Value = method.funcall("owner", ())?;
+        let location: Option<(String, usize)> = method.funcall("source_location", ())?;
+        let Some((file, line)) = location else {
+            return Ok(false);
+        };
+        let source = std::fs::read_to_string(file).unwrap_or_default();
+        let next = source.lines().nth(line).map(str::trim);
+        if !owner.equal(basic_socket)? || next != Some(body) {
+            return Ok(false);
+        }
+    }
+    Ok(true)
 }
