@@ -103,7 +103,8 @@ impl PlainSocket {
     /// `open?`: `!@handle.nil? && !@handle.closed?`. The handle, when open (and still an IO).
     fn open_handle(self) -> Result<Option<VALUE>, Error> {
         let handle = self.handle();
-        if rb::is_nil(handle) || rb::truthy(rb::funcall(handle, CLOSED_P.get(), &[])?) {
+        // `@handle.closed?`: IO's own (`io_methods`), answered without the call.
+        if rb::is_nil(handle) || crate::ruby::io_closed::closed(handle)? {
             return Ok(None);
         }
         Ok(Some(handle))
