@@ -48,5 +48,24 @@ module ThriftNative
 
   if FieldSetters.library_method?(Thrift::Struct.method(:field_accessor))
     Thrift::Struct.singleton_class.prepend(FieldSetters)
+    # Where the setters above are defined, read off a probe class's: a setter with this source location is ours.
+    probe = Class.new
+    FieldSetters.instance_method(:field_accessor).bind_call(Thrift::Struct, probe, { name: "probe" })
+    FieldSetters.const_set(:SETTER_SOURCE, probe.instance_method(:probe=).source_location.freeze)
   end
+
+  # For the extension (struct_codec/owners.rs): whether each field in `names` has, on `klass`, the setter
+  # FieldSetters#field_accessor defines, which only type-checks (when Thrift.type_checking) and sets the instance
+  # variable: the native client sets it itself where it would call that setter.
+  def self.plain_setters?(klass, names)
+    source = FieldSetters.const_defined?(:SETTER_SOURCE, false) && FieldSetters::SETTER_SOURCE
+    return false unless source
+
+    names.all? do |name|
+      setter = :"#{name}="
+      (klass.method_defined?(setter) || klass.private_method_defined?(setter)) &&
+        klass.instance_method(setter).source_location == source
+    end
+  end
+  private_class_method :plain_setters?
 end

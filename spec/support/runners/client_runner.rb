@@ -200,6 +200,27 @@ CASES = {
       [first, second, call.call(plain, 3), $made]
     },
   ],
+  # struct_codec/calls.rs sets the arguments itself where the setters are thrift_native's and type checking is off.
+  "send_message, type checking on, a wrong type, then a right one" => [{}, lambda { |c|
+    Thrift.type_checking = true
+    begin
+      [(c.send_message("ping", Args, n: "not a number") rescue [$!.class, $!.message]), c.send_message("ping", Args, n: 1)]
+    ensure
+      Thrift.type_checking = false
+    end
+  }],
+  "send_message, a setter redefined after a first call" => [{}, lambda { |c|
+    klass = Class.new(Args)
+    first = c.send_message("ping", klass, n: 1)
+    klass.define_method(:n=) { |v| super(v * 10) }
+    [first, c.send_message("ping", klass, n: 2)]
+  }],
+  "send_message, an args class with its own instance_variable_set" => [{}, lambda { |c|
+    $made = []
+    # (thrift_native's setters pass the ivar's name as a Symbol made once, the library's a String per call.)
+    klass = Class.new(Args) { def instance_variable_set(name, value) = ($made << name.to_s) && super }
+    [c.send_message("ping", klass, n: 1, s: "x"), $made]
+  }],
   "handle_exception, not an exception" => [{}, ->(c) { c.handle_exception(T::REPLY) }],
   "handle_exception, nil" => [{}, ->(c) { c.handle_exception(nil) }],
 }.freeze

@@ -140,7 +140,16 @@ fn make_args(args_class: VALUE, args: VALUE) -> Result<Made, Error> {
     let data = calls::new_instance(args_class)?;
     let obj = data.obj;
     let own_send = rb::heap_class(obj).is_some_and(|c| basic(c, SEND.get()));
-    rb::hash_foreach(args, |key, value| set_argument(obj, own_send, key, value))?;
+    // Setters that only set their instance variable are done here (struct_codec/calls.rs), until a call runs (Ruby
+    // code, which might turn type checking on).
+    let mut direct = data.direct_setters(own_send)?;
+    rb::hash_foreach(args, |key, value| {
+        if direct.as_ref().is_some_and(|d| d.set(key, value)) {
+            return Ok(());
+        }
+        direct = None;
+        set_argument(obj, own_send, key, value)
+    })?;
     Ok(data)
 }
 

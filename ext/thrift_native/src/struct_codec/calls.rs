@@ -11,7 +11,7 @@ use rb_sys::VALUE;
 use thrift_native_core::codec::check_depth;
 
 use super::field_plan::ClassPlan;
-use crate::ruby::names::{NEW, READ, WRITE};
+use crate::ruby::names::{NEW, READ, TO_S, WRITE};
 use crate::ruby::rb;
 use crate::thrift::{errors, thrift};
 
@@ -48,6 +48,30 @@ impl Made {
         Ok(ours.then_some(plan))
     }
 
+    /// Where every `data.send("#{key}=", value)` of the RPC code may be done as the setter does it, without the
+    /// call: the object is an exact instance of a class whose setters are all thrift_native's
+    /// (`Struct.field_accessor`), whose `instance_variable_set` is Kernel's, `send` Kernel's (`own_send`), and
+    /// `Thrift.type_checking` is off (nothing run while the arguments are set can turn it on).
+    pub(crate) fn direct_setters(&self, own_send: bool) -> Result<Option<DirectSetters>, Error> {
+        let Some(plan) = self.plan else {
+            return Ok(None);
+        };
+        if !own_send || rb::heap_class(self.obj) != Some(plan.class) {
+            return Ok(None);
+        }
+        let found = plan.owners_now()?;
+        if !found.plain_setters()
+            || !found.plain_collaborators()
+            || super::initialize::type_checking()?
+        {
+            return Ok(None);
+        }
+        Ok(Some(DirectSetters {
+            obj: self.obj,
+            plan,
+        }))
+    }
+
     /// `obj.read(prot)`.
     pub(crate) fn read(&self, prot: VALUE) -> Result<(), Error> {
         match self.codec_plan()? {
@@ -73,5 +97,36 @@ impl Made {
             }
             None => rb::funcall(self.obj, WRITE.get(), &[prot]).map(drop),
         }
+    }
+}
+
+/// A [`Made`] object whose setters the RPC code may do itself (see [`Made::direct_setters`]).
+pub(crate) struct DirectSetters {
+    obj: VALUE,
+    plan: &'static ClassPlan,
+}
+
+impl DirectSetters {
+    /// `obj.send("#{key}=", value)` as the setter does it (`instance_variable_set("@<name>", value)`), for a key
+    /// naming a field as `"#{key}"` would: a static Symbol or an ASCII String while their `to_s` is Ruby's own. False,
+    /// with nothing done, for any other key or a frozen object (the setter's call then raises as it raises).
+    pub(crate) fn set(&self, key: VALUE, value: VALUE) -> bool {
+        let to_s_is_ruby_s = |class| {
+            // SAFETY: a live core class; rb_method_basic_definition_p only looks `to_s` up.
+            unsafe { rb_sys::rb_method_basic_definition_p(class, TO_S.get()) != 0 }
+        };
+        let plain_key = if rb::is_static_symbol(key) {
+            to_s_is_ruby_s(rb::symbol_class())
+        } else {
+            rb::is_exact_instance(key, rb::string_class()) && to_s_is_ruby_s(rb::string_class())
+        };
+        if !plain_key || rb::is_frozen(self.obj) {
+            return false;
+        }
+        let Some(i) = super::initialize::field_of(self.plan, key) else {
+            return false;
+        };
+        rb::ivar_set_unfrozen(self.obj, self.plan.def.fields()[i].extra.ivar, value);
+        true
     }
 }

@@ -88,7 +88,8 @@ impl ClassPlan {
     /// Which of the class's methods are still the library's.
     #[inline]
     pub fn owners_now(&self) -> Result<Found, Error> {
-        self.owners.of(self.class, self.def.is_union())
+        let names = || self.def.fields().iter().map(|f| f.extra.name).collect();
+        self.owners.of(self.class, self.def.is_union(), names)
     }
 
     fn mark(&self) {

@@ -43,7 +43,7 @@ const MAX_DEFAULTS: usize = 64;
 
 /// The index of the field `key` names, when that is decided without Ruby code: a static Symbol, or a String of the
 /// String class whose bytes are ASCII (another key's `to_s` or Hash equality is the library's to work out).
-fn field_of(plan: &ClassPlan, key: VALUE) -> Option<usize> {
+pub(super) fn field_of(plan: &ClassPlan, key: VALUE) -> Option<usize> {
     let fields = plan.def.fields();
     if rb::is_special_const(key) {
         // A static Symbol is unique by name, and each field's `symbol` is static.
@@ -85,7 +85,7 @@ fn defaults_hash(this: VALUE, class: VALUE) -> Result<Option<VALUE>, Error> {
 }
 
 /// `Thrift.type_checking`.
-fn type_checking() -> Result<bool, Error> {
+pub(super) fn type_checking() -> Result<bool, Error> {
     let module = thrift().module;
     if TYPE_CHECKING_READER.intact() {
         return Ok(rb::truthy(rb::ivar_get(module, IVAR_TYPE_CHECKING.get())));

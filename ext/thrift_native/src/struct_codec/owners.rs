@@ -11,11 +11,12 @@
 
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 
+use magnus::rb_sys::AsRawValue;
 use magnus::{Error, Ruby};
 use rb_sys::VALUE;
 
 use crate::ruby::guard;
-use crate::ruby::names::{INSTANCE_METHOD, OWNER};
+use crate::ruby::names::{INSTANCE_METHOD, OWNER, RESPOND_TO_P};
 use crate::ruby::rb;
 use crate::thrift::thrift;
 
@@ -27,6 +28,7 @@ impl Found {
     const INITIALIZE: u8 = 1;
     const COLLABORATORS: u8 = 2;
     const CODEC: u8 = 4;
+    const SETTERS: u8 = 8;
 
     /// `initialize` is Thrift::Struct's (or Thrift::Union's): a new instance can be made without running Ruby code.
     pub fn plain_initialize(self) -> bool {
@@ -36,6 +38,12 @@ impl Found {
     /// `read` and `write` are Thrift::Struct's (or Thrift::Union's): ours, which may be run without a call.
     pub fn plain_codec(self) -> bool {
         self.0 & Self::CODEC != 0
+    }
+
+    /// Every field's setter is the one thrift_native's `Struct.field_accessor` defines
+    /// (lib/thrift_native/field_setters.rb): `Thrift.check_type` when type checking, then `instance_variable_set`.
+    pub fn plain_setters(self) -> bool {
+        self.0 & Self::SETTERS != 0
     }
 
     /// `fields_with_default_values`, `name_to_id` and `instance_variable_set` are the library's (Thrift::Struct's,
@@ -67,14 +75,20 @@ impl Owners {
             .then(|| Found(self.found.load(Ordering::Relaxed)))
     }
 
-    /// The answer for `class` (the class this is kept for), looked up again (Ruby calls) if a method changed since.
+    /// The answer for `class` (the class this is kept for, whose fields `names` names), looked up again (Ruby calls)
+    /// if a method changed since.
     #[inline]
-    pub fn of(&self, class: VALUE, is_union: bool) -> Result<Found, Error> {
+    pub fn of(
+        &self,
+        class: VALUE,
+        is_union: bool,
+        names: impl FnOnce() -> Vec<VALUE>,
+    ) -> Result<Found, Error> {
         let now = guard::method_changes();
         if self.checked_at.load(Ordering::Relaxed) == now {
             return Ok(Found(self.found.load(Ordering::Relaxed)));
         }
-        let found = look_up(class, is_union)?;
+        let found = look_up(class, is_union, names)?;
         // A change reported while looking up leaves `now` behind the count: the next call looks again.
         self.found.store(found.0, Ordering::Relaxed);
         self.checked_at.store(now, Ordering::Relaxed);
@@ -94,8 +108,39 @@ fn owned_by(class: VALUE, name: &str, owner: VALUE) -> Result<bool, Error> {
     Ok(rb::funcall(method, OWNER.get(), &[])? == owner)
 }
 
+/// `ThriftNative.plain_setters?(class, names)` (lib/thrift_native/field_setters.rb), where that file has loaded.
+fn plain_setters(class: VALUE, names: Vec<VALUE>) -> Result<bool, Error> {
+    let ruby = Ruby::get().expect("Ruby thread");
+    let helper = rb::symbol("plain_setters?");
+    // SAFETY: protected; rb_cObject is set when Ruby boots (the extension defined ThriftNative when it loaded).
+    let namespace = magnus::rb_sys::protect(|| unsafe {
+        rb_sys::rb_const_get(rb_sys::rb_cObject, rb::intern("ThriftNative"))
+    })?;
+    if !rb::truthy(rb::funcall(
+        namespace,
+        RESPOND_TO_P.get(),
+        &[helper, rb::QTRUE],
+    )?) {
+        return Ok(false);
+    }
+    let names = ruby.ary_from_iter(names.into_iter().map(|n| {
+        // SAFETY: a field's name, held by the class's plan.
+        unsafe { rb::value(n) }
+    }));
+    let answer = rb::funcall(
+        namespace,
+        rb::intern("plain_setters?"),
+        &[class, names.as_raw()],
+    )?;
+    Ok(rb::truthy(answer))
+}
+
 #[cold]
-fn look_up(class: VALUE, is_union: bool) -> Result<Found, Error> {
+fn look_up(
+    class: VALUE,
+    is_union: bool,
+    names: impl FnOnce() -> Vec<VALUE>,
+) -> Result<Found, Error> {
     let t = thrift();
     let mut found = 0;
     let plain_owner = if is_union { t.union } else { t.struct_module };
@@ -111,6 +156,9 @@ fn look_up(class: VALUE, is_union: bool) -> Result<Found, Error> {
         && owned_by(class, "instance_variable_set", t.kernel)?
     {
         found |= Found::COLLABORATORS;
+    }
+    if !is_union && plain_setters(class, names())? {
+        found |= Found::SETTERS;
     }
     Ok(Found(found))
 }
