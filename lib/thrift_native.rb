@@ -108,15 +108,16 @@ module ThriftNative
     end
   end
 
-  # Struct classes include Thrift::Struct (unions subclass Thrift::Union and inherit its hooks): their method changes
-  # are reported too, for the native initialize's check that a class keeps the library's methods. A module that
-  # includes Thrift::Struct passes the hook on to the classes that include it.
-  module StructIncludedGuard
+  # Struct classes include Thrift::Struct (unions subclass Thrift::Union and inherit its hooks), service clients
+  # Thrift::Client: their method changes are reported too, for the native methods' checks that a class keeps the
+  # library's methods (struct_codec/owners.rs, rpc/client/own.rs). A module that includes either passes the hook on
+  # to the classes that include it.
+  module IncludedGuard
     def included(base)
       if base.is_a?(Class)
-        StructIncludedGuard.watch(base)
+        IncludedGuard.watch(base)
       else
-        base.singleton_class.prepend(StructIncludedGuard)
+        base.singleton_class.prepend(IncludedGuard)
       end
       super
     end
@@ -136,17 +137,20 @@ module ThriftNative
       end
     end
   end
-  private_constant :FastPathGuard, :SingletonGuard, :StructIncludedGuard
+  private_constant :FastPathGuard, :SingletonGuard, :IncludedGuard
 
   # The classes the extension's fast paths rely on, as it registered them.
   __send__(:watched_classes).each do |klass, singleton_methods_too|
     klass.singleton_class.prepend(FastPathGuard)
     klass.singleton_class.prepend(SingletonGuard) if singleton_methods_too
   end
-  Thrift::Struct.singleton_class.prepend(StructIncludedGuard)
-  # Struct classes defined before this file loaded.
+  Thrift::Struct.singleton_class.prepend(IncludedGuard)
+  Thrift::Client.singleton_class.prepend(IncludedGuard)
+  # Struct and client classes defined before this file loaded.
   below = Module.instance_method(:<) # the classes' own `<` (Comparable's, say) is not asked
   ObjectSpace.each_object(Class) do |c|
-    StructIncludedGuard.watch(c) if !c.singleton_class? && below.bind_call(c, Thrift::Struct)
+    next if c.singleton_class?
+
+    IncludedGuard.watch(c) if below.bind_call(c, Thrift::Struct) || below.bind_call(c, Thrift::Client)
   end
 end

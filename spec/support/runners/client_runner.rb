@@ -221,6 +221,22 @@ CASES = {
     klass = Class.new(Args) { def instance_variable_set(name, value) = ($made << name.to_s) && super }
     [c.send_message("ping", klass, n: 1, s: "x"), $made]
   }],
+  # rpc/client/own.rs runs the client's own methods without a call while its class keeps Thrift::Client's.
+  "a client's own method redefined after a first call" => [{ klass: Class.new(TestClient) }, lambda { |c|
+    $made = []
+    first = c.send_message("a", Args, n: 1)
+    name = MASTER ? :next_seqid! : :send_message_args
+    c.class.send(:define_method, name) { |*a| ($made << name) && super(*a) }
+    [first, c.send_message("b", Args, n: 2), $made]
+  }],
+  "a client's own method prepended on one client after a call" => [{ klass: Class.new(TestClient) }, lambda { |c|
+    $made = []
+    other = c.class.new(c.instance_variable_get(:@iprot))
+    first = c.send_message("a", Args, n: 1)
+    name = MASTER ? :write_message : :send_message_args
+    c.singleton_class.prepend(Module.new { define_method(name) { |*a| ($made << [:singleton, name]) && super(*a) } })
+    [first, c.send_message("b", Args, n: 2), other.send_message("c", Args, n: 3), $made]
+  }],
   "handle_exception, not an exception" => [{}, ->(c) { c.handle_exception(T::REPLY) }],
   "handle_exception, nil" => [{}, ->(c) { c.handle_exception(nil) }],
 }.freeze

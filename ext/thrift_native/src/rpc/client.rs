@@ -18,6 +18,8 @@
 //! One call is not dispatched: 0.14's `receive_message` keeps only the type of `@iprot.read_message_begin`, which,
 //! where that is our own method on an exact protocol, is read without the name String and the Array it drops.
 
+mod own;
+
 use std::sync::atomic::{AtomicI64, AtomicU8, AtomicUsize, Ordering};
 
 use magnus::rb_sys::AsRawValue;
@@ -83,6 +85,50 @@ const FALLBACK: [&str; 2] = ["send_message_args", "write_message"];
 const SEND_MESSAGE_ARGS_M: usize = 0;
 const WRITE_MESSAGE_M: usize = 1;
 static ORIGINALS: Originals<2> = Originals::new(FALLBACK);
+
+/// The client's own methods the native methods call on `self`, run without a call where they are ours
+/// ([`own::own_methods`]).
+#[derive(Clone, Copy)]
+enum SelfCall {
+    WriteMessage,
+    NextSeqid,
+    SendMessageArgs,
+    HandleException,
+    DequeuePendingSeqid,
+    RaiseApplicationException,
+}
+
+impl SelfCall {
+    fn id(self) -> ID {
+        match self {
+            SelfCall::WriteMessage => WRITE_MESSAGE.get(),
+            SelfCall::NextSeqid => NEXT_SEQID.get(),
+            SelfCall::SendMessageArgs => SEND_MESSAGE_ARGS.get(),
+            SelfCall::HandleException => HANDLE_EXCEPTION.get(),
+            SelfCall::DequeuePendingSeqid => DEQUEUE_PENDING_SEQID.get(),
+            SelfCall::RaiseApplicationException => RAISE_APPLICATION_EXCEPTION.get(),
+        }
+    }
+}
+
+/// `self.<call>(*args)`: our method's work at once where the client's class keeps Thrift::Client's methods, else
+/// dispatched.
+fn call_self(this: VALUE, call: SelfCall, args: &[VALUE]) -> Result<VALUE, Error> {
+    if !own::own_methods(this) {
+        return rb::funcall(this, call.id(), args);
+    }
+    match (call, args) {
+        (SelfCall::WriteMessage, &[a, b, c, d]) => write_message_master(this, &[a, b, c, d]),
+        (SelfCall::NextSeqid, []) => next_seqid_of(this),
+        (SelfCall::SendMessageArgs, &[args_class, arguments]) => {
+            send_message_args_v014(this, args_class, arguments)
+        }
+        (SelfCall::HandleException, &[mtype]) => handle_exception_of(this, mtype),
+        (SelfCall::DequeuePendingSeqid, []) => dequeue_pending_seqid_of(this),
+        (SelfCall::RaiseApplicationException, []) => Err(raise_application_exception(this)),
+        _ => rb::funcall(this, call.id(), args),
+    }
+}
 
 fn ivar(this: VALUE, id: &crate::ruby::rb::StaticId) -> VALUE {
     rb::ivar_get(this, id.get())
@@ -195,7 +241,7 @@ fn write_message_master(this: VALUE, args: &[VALUE; 4]) -> Result<VALUE, Error> 
     let seqid = if rb::is_nil(name) {
         rb::QNIL
     } else {
-        rb::funcall(this, NEXT_SEQID.get(), &[])?
+        call_self(this, SelfCall::NextSeqid, &[])?
     };
     let sent = (|| {
         if !rb::is_nil(name) {
@@ -242,15 +288,15 @@ fn send(this: VALUE, kind: VALUE, args: &[Value]) -> Result<VALUE, Error> {
         _ => return Err(arity_error(args.len(), 2, 3)),
     };
     match flavor() {
-        Flavor::Master => rb::funcall(
+        Flavor::Master => call_self(
             this,
-            WRITE_MESSAGE.get(),
+            SelfCall::WriteMessage,
             &[name, kind, args_class, arguments],
         ),
         Flavor::V014 | Flavor::V019 => {
             let seqid = ivar(this, &IVAR_SEQID);
             super::direct::write_message_begin(ivar(this, &IVAR_OPROT), name, kind, seqid)?;
-            rb::funcall(this, SEND_MESSAGE_ARGS.get(), &[args_class, arguments])
+            call_self(this, SelfCall::SendMessageArgs, &[args_class, arguments])
         }
     }
 }
@@ -284,9 +330,9 @@ fn send_oneway_message(rb_self: Value, args: &[Value]) -> Result<Value, Error> {
 fn send_message_args(rb_self: Value, args_class: Value, args: Value) -> Result<Value, Error> {
     let this = rb_self.as_raw();
     match flavor() {
-        Flavor::Master => rb::funcall(
+        Flavor::Master => call_self(
             this,
-            WRITE_MESSAGE.get(),
+            SelfCall::WriteMessage,
             &[rb::QNIL, rb::QNIL, args_class.as_raw(), args.as_raw()],
         ),
         Flavor::V014 | Flavor::V019 => {
@@ -314,7 +360,10 @@ fn write_message(
 
 /// master's `next_seqid!`: `@seqid`, and the next one (after MAX_SEQUENCE_ID, MIN_SEQUENCE_ID) stored.
 fn next_seqid(rb_self: Value) -> Result<Value, Error> {
-    let this = rb_self.as_raw();
+    next_seqid_of(rb_self.as_raw()).map(rb::returned)
+}
+
+fn next_seqid_of(this: VALUE) -> Result<VALUE, Error> {
     let seqid = ivar(this, &IVAR_SEQID);
     let next = if equal(seqid, k(&K.max_seqid))? {
         k(&K.min_seqid)
@@ -325,16 +374,20 @@ fn next_seqid(rb_self: Value) -> Result<Value, Error> {
         }
     };
     rb::ivar_set(this, IVAR_SEQID.get(), next)?;
-    Ok(rb::returned(seqid))
+    Ok(seqid)
 }
 
 /// master's `dequeue_pending_seqid`: `@pending_seqids.shift`.
 fn dequeue_pending_seqid(rb_self: Value) -> Result<Value, Error> {
-    let pending = ivar(rb_self.as_raw(), &IVAR_PENDING_SEQIDS);
+    dequeue_pending_seqid_of(rb_self.as_raw()).map(rb::returned)
+}
+
+fn dequeue_pending_seqid_of(this: VALUE) -> Result<VALUE, Error> {
+    let pending = ivar(this, &IVAR_PENDING_SEQIDS);
     if let Some(first) = super::array_call(pending, ArrayCall::Shift) {
-        return Ok(rb::returned(first));
+        return Ok(first);
     }
-    rb::funcall(pending, SHIFT.get(), &[]).map(rb::returned)
+    rb::funcall(pending, SHIFT.get(), &[])
 }
 
 /// `receive_message(result_klass)`: 0.14 reads the message begin and calls `handle_exception` first.
@@ -342,7 +395,7 @@ fn receive_message(rb_self: Value, result_klass: Value) -> Result<Value, Error> 
     let this = rb_self.as_raw();
     if flavor() == Flavor::V014 {
         let mtype = message_type(ivar(this, &IVAR_IPROT))?;
-        rb::funcall(this, HANDLE_EXCEPTION.get(), &[mtype])?;
+        call_self(this, SelfCall::HandleException, &[mtype])?;
     }
     let result = calls::new_instance(result_klass.as_raw())?;
     result.read(ivar(this, &IVAR_IPROT))?;
@@ -397,10 +450,14 @@ fn raise_application_exception(this: VALUE) -> Error {
 
 /// 0.14-0.19 `handle_exception(mtype)`.
 fn handle_exception(rb_self: Value, mtype: Value) -> Result<Value, Error> {
-    if equal(mtype.as_raw(), k(&message_types().exception))? {
-        return Err(raise_application_exception(rb_self.as_raw()));
+    handle_exception_of(rb_self.as_raw(), mtype.as_raw()).map(rb::returned)
+}
+
+fn handle_exception_of(this: VALUE, mtype: VALUE) -> Result<VALUE, Error> {
+    if equal(mtype, k(&message_types().exception))? {
+        return Err(raise_application_exception(this));
     }
-    Ok(rb::returned(rb::QNIL))
+    Ok(rb::QNIL)
 }
 
 /// 0.19 `reply_seqid(rseqid)`: `rseqid == @seqid`, as true or false.
@@ -437,9 +494,9 @@ fn validate_message_begin(
         expected_name.as_raw(),
     ];
     let this = rb_self.as_raw();
-    let expected_seqid = rb::funcall(this, DEQUEUE_PENDING_SEQID.get(), &[])?;
+    let expected_seqid = call_self(this, SelfCall::DequeuePendingSeqid, &[])?;
     if equal(mtype, k(&message_types().exception))? {
-        rb::funcall(this, RAISE_APPLICATION_EXCEPTION.get(), &[])?;
+        call_self(this, SelfCall::RaiseApplicationException, &[])?;
     }
     if not_equal(mtype, k(&message_types().reply))? {
         return Err(application_error(
@@ -513,6 +570,17 @@ pub fn init(ruby: &Ruby) -> Result<(), Error> {
         store(&K.max_seqid, &seq, "MAX_SEQUENCE_ID")?;
     }
     ORIGINALS.keep(ruby, client.as_raw(), true)?;
+    let self_called = match flavor {
+        Flavor::Master => vec![
+            "write_message",
+            "next_seqid!",
+            "dequeue_pending_seqid",
+            "raise_application_exception",
+        ],
+        Flavor::V014 | Flavor::V019 => vec!["send_message_args", "handle_exception"],
+    };
+    rb::pin_forever(client.as_raw());
+    own::init(ruby, client.as_raw(), self_called);
 
     registry::define_method(
         ruby,
