@@ -30,15 +30,16 @@ module CodecTypes
   # library (THRIFT_MASTER_RB) loaded, the code comes from THRIFT_MASTER_COMPILER (a compiler built from the same
   # checkout); otherwise from the installed compiler, which matches the installed library (0.17 with Debian 12's
   # ruby-thrift 0.14, whose Client is the same; 0.19 with 0.19 in the Debian 13 root of bin/matrix).
-  def self.load_service!(service_idl)
+  # `service` names the file the service is generated into (its name, in snake case).
+  def self.load_service!(service_idl, service = "bench")
     out, compiler = OUT, "thrift"
     if master_library?
       compiler = ENV.fetch("THRIFT_MASTER_COMPILER") { raise "thrift master's Client needs code from its compiler: set THRIFT_MASTER_COMPILER" }
       out = OUT_MASTER
     end
     load!(out, compiler)
-    generate(service_idl, "bench.rb", out: out, compiler: compiler)
-    require "bench"
+    generate(service_idl, "#{service}.rb", out: out, compiler: compiler)
+    require service
   end
 
   # Whether the loaded thrift library is the one under THRIFT_MASTER_RB.
