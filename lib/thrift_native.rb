@@ -127,6 +127,20 @@ module ThriftNative
     end
   end
 
+  # For the extension (struct_codec/owners.rs): whether `klass`'s `validate` is a Ruby method that takes nothing and
+  # does nothing (`def validate; end`, what the compiler generates for a struct with nothing to check: its
+  # instructions are `putnil; leave`), so that calling it may be left out while the class keeps it.
+  def self.empty_validate?(klass)
+    method = klass.instance_method(:validate)
+    return false unless method.parameters.empty? && defined?(RubyVM::InstructionSequence)
+
+    iseq = RubyVM::InstructionSequence.of(method)
+    !iseq.nil? && iseq.to_a.last.grep(Array) == [[:putnil], [:leave]]
+  rescue NameError, TypeError
+    false
+  end
+  private_class_method :empty_validate?
+
   # The same for singleton methods, for classes whose native stand-in a mock of a class method must reach
   # (`Zlib::Inflate.new`, for HeaderTransport's ZLIB transform).
   module SingletonGuard

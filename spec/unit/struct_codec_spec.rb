@@ -212,6 +212,35 @@ RSpec.describe "Thrift::Struct and Thrift::Union read/write" do
       expect { decode(CodecTest::Scalars, bytes) }.to raise_error(Thrift::ProtocolException, "Invalid value of field a_color!")
     end
 
+    # owners.rs: a `validate` that does nothing (`def validate; end`) is left out, on both paths and nested; one
+    # defined later, or on one object, is called.
+    it "leaves out a validate that does nothing, and calls one that does something" do
+      klass = Class.new do
+        include Thrift::Struct
+        include Thrift::Struct_Union
+        const_set(:FIELDS, { 1 => { type: Thrift::Types::I32, name: "id" } }.freeze)
+        def struct_fields = self.class::FIELDS
+        def validate; end
+        Thrift::Struct.generate_accessors(self)
+      end
+      bytes = encode(klass.new(id: 1))
+      calls = []
+      trace = TracePoint.new(:call) { |tp| calls << tp.method_id if tp.method_id == :validate }
+      trace.enable do
+        [Thrift::BinaryProtocolAccelerated, dispatching, Thrift::CompactProtocol].each do |protocol|
+          expect(decode(klass, encode(klass.new(id: 2), protocol), protocol).id).to eq(2)
+        end
+      end
+      expect(calls).to eq([])
+      checked = klass.new(id: 3)
+      checked.define_singleton_method(:validate) { raise Thrift::ProtocolException.new(0, "this one") }
+      expect { encode(checked) }.to raise_error(Thrift::ProtocolException, "this one")
+      expect { checked.read(buffer_prot(bytes)) }.to raise_error(Thrift::ProtocolException, "this one")
+      klass.define_method(:validate) { raise Thrift::ProtocolException.new(0, "every one") }
+      expect { decode(klass, bytes) }.to raise_error(Thrift::ProtocolException, "every one")
+      expect { encode(klass.new(id: 4)) }.to raise_error(Thrift::ProtocolException, "every one")
+    end
+
     it "raises FrozenError for a frozen target with fields set (before master: only when a field is read into it)" do
       leaf = CodecTest::Leaf.new(id: 1).freeze
       if SpecSupport.newer?(:reused_structs_reset)

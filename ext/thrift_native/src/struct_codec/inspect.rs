@@ -11,7 +11,7 @@ use thrift_native_core::{uuid, CoreError};
 use super::sets;
 use crate::ruby::names::{ENTRIES, IVAR_SETFIELD, IVAR_VALUE, KEYS, NAME_TO_ID, TO_S, VALIDATE};
 use crate::ruby::rb;
-use crate::struct_codec::field_plan::{plan_for, FieldPlan, RubyField, StructPlan};
+use crate::struct_codec::field_plan::{plan_for, ClassPlan, FieldPlan, RubyField, StructPlan};
 use crate::thrift::thrift;
 use crate::thrift::{bytes, errors};
 
@@ -20,15 +20,26 @@ pub struct RubyValues<'r> {
     /// For `JsonProtocol`, whose Ruby methods differ: a double field takes only a Float (`write_double` of an
     /// Integer raises), and a string only valid text (`write_json_string` of a broken one raises).
     json: bool,
+    /// The object whose `validate` was left out (its class's does nothing) and its plan, which `definition` then
+    /// answers without looking it up again (no Ruby code ran in between).
+    validated: Option<(VALUE, &'static ClassPlan)>,
 }
 
 impl<'r> RubyValues<'r> {
     pub fn new(ruby: &'r Ruby) -> Self {
-        RubyValues { ruby, json: false }
+        RubyValues {
+            ruby,
+            json: false,
+            validated: None,
+        }
     }
 
     pub fn json(ruby: &'r Ruby) -> Self {
-        RubyValues { ruby, json: true }
+        RubyValues {
+            ruby,
+            json: true,
+            validated: None,
+        }
     }
 }
 
@@ -73,12 +84,35 @@ impl Inspect<'static> for RubyValues<'_> {
         errors::from_core(self.ruby, e)
     }
 
+    /// `v.validate`, left out where `v`'s class's does nothing (owners.rs; its plan is looked up for that, which
+    /// `definition` then takes).
     fn validate(&mut self, v: VALUE) -> Result<(), Error> {
+        self.validated = None;
+        if !rb::is_special_const(v) {
+            // SAFETY: `v` is a live heap object; rb_obj_class skips a singleton class.
+            let class = unsafe { rb_sys::rb_obj_class(v) };
+            if rb::heap_class(v) == Some(class) {
+                // A class with no plan (no FIELDS) is the library's to fail on, after its `validate`.
+                match plan_for(self.ruby, class) {
+                    Ok(plan) if plan.owners_now()?.empty_validate() => {
+                        self.validated = Some((v, plan));
+                        return Ok(());
+                    }
+                    Err(e) if !e.is_kind_of(self.ruby.exception_standard_error()) => return Err(e),
+                    _ => {}
+                }
+            }
+        }
         rb::funcall(v, VALIDATE.get(), &[]).map(drop)
     }
 
     /// The plan of the object's own class (a stubbed object's singleton class finds its class's FIELDS).
     fn definition(&mut self, v: VALUE) -> Result<&'static StructPlan, Error> {
+        if let Some((validated, plan)) = self.validated.take() {
+            if validated == v {
+                return Ok(&plan.def);
+            }
+        }
         plan_for(self.ruby, rb::heap_class(v).unwrap_or(v)).map(|plan| &plan.def)
     }
 

@@ -29,6 +29,7 @@ impl Found {
     const COLLABORATORS: u8 = 2;
     const CODEC: u8 = 4;
     const SETTERS: u8 = 8;
+    const EMPTY_VALIDATE: u8 = 16;
 
     /// `initialize` is Thrift::Struct's (or Thrift::Union's): a new instance can be made without running Ruby code.
     pub fn plain_initialize(self) -> bool {
@@ -44,6 +45,12 @@ impl Found {
     /// (lib/thrift_native/field_setters.rb): `Thrift.check_type` when type checking, then `instance_variable_set`.
     pub fn plain_setters(self) -> bool {
         self.0 & Self::SETTERS != 0
+    }
+
+    /// `validate` is a Ruby method that does nothing (`def validate; end`, what the compiler generates for a struct
+    /// with nothing to check): calling it can be left out.
+    pub fn empty_validate(self) -> bool {
+        self.0 & Self::EMPTY_VALIDATE != 0
     }
 
     /// `fields_with_default_values`, `name_to_id` and `instance_variable_set` are the library's (Thrift::Struct's,
@@ -108,31 +115,35 @@ fn owned_by(class: VALUE, name: &str, owner: VALUE) -> Result<bool, Error> {
     Ok(rb::funcall(method, OWNER.get(), &[])? == owner)
 }
 
-/// `ThriftNative.plain_setters?(class, names)` (lib/thrift_native/field_setters.rb), where that file has loaded.
-fn plain_setters(class: VALUE, names: Vec<VALUE>) -> Result<bool, Error> {
-    let ruby = Ruby::get().expect("Ruby thread");
-    let helper = rb::symbol("plain_setters?");
+/// `ThriftNative.<helper>(*args)`, a private helper of lib/thrift_native*.rb, where it has loaded (false before).
+fn ask_helper(helper: &str, args: &[VALUE]) -> Result<bool, Error> {
     // SAFETY: protected; rb_cObject is set when Ruby boots (the extension defined ThriftNative when it loaded).
     let namespace = magnus::rb_sys::protect(|| unsafe {
         rb_sys::rb_const_get(rb_sys::rb_cObject, rb::intern("ThriftNative"))
     })?;
-    if !rb::truthy(rb::funcall(
+    let defined = rb::funcall(
         namespace,
         RESPOND_TO_P.get(),
-        &[helper, rb::QTRUE],
-    )?) {
+        &[rb::symbol(helper), rb::QTRUE],
+    )?;
+    if !rb::truthy(defined) {
         return Ok(false);
     }
+    Ok(rb::truthy(rb::funcall(
+        namespace,
+        rb::intern(helper),
+        args,
+    )?))
+}
+
+/// `ThriftNative.plain_setters?(class, names)` (lib/thrift_native/field_setters.rb).
+fn plain_setters(class: VALUE, names: Vec<VALUE>) -> Result<bool, Error> {
+    let ruby = Ruby::get().expect("Ruby thread");
     let names = ruby.ary_from_iter(names.into_iter().map(|n| {
         // SAFETY: a field's name, held by the class's plan.
         unsafe { rb::value(n) }
     }));
-    let answer = rb::funcall(
-        namespace,
-        rb::intern("plain_setters?"),
-        &[class, names.as_raw()],
-    )?;
-    Ok(rb::truthy(answer))
+    ask_helper("plain_setters?", &[class, names.as_raw()])
 }
 
 #[cold]
@@ -159,6 +170,9 @@ fn look_up(
     }
     if !is_union && plain_setters(class, names())? {
         found |= Found::SETTERS;
+    }
+    if ask_helper("empty_validate?", &[class])? {
+        found |= Found::EMPTY_VALIDATE;
     }
     Ok(Found(found))
 }
