@@ -15,7 +15,8 @@ RSpec.describe "Transports over Thrift::Socket, differentially" do
             "buffered: slices kept across refills, a frozen @rbuf",
             "framed: write and flush", "framed: flush after the peer closed", "framed over TCP: reset by the peer"]
   in_ruby = ["framed: a Socket subclass", "framed: a handle double", "framed, timed: a Rational timeout (the Ruby methods)",
-             "framed, timed: read_nonblock prepended on BasicSocket (the Ruby methods)"]
+             "framed, timed: read_nonblock prepended on BasicSocket (the Ruby methods)",
+             "framed: readpartial prepended on UNIXSocket after a read (the Ruby methods)"]
   # Timed sockets: native on thrift master (read_nonblock and write_nonblock), the Ruby methods before.
   timed = ["framed: with a timeout", "framed, timed: a frame in two writes, the second after a pause",
            "framed, timed: write and flush, then read", "buffered, timed: reads and a write",

@@ -395,7 +395,16 @@ add.call("buffered: flush after the peer closed", BUFFERED.call(Thrift::UNIXSock
   t.write("x" * 100_000)
   t.flush
 end
-# Last: it changes BasicSocket for the rest of the process.
+# Last two: they change UNIXSocket and BasicSocket for the rest of the process. A handle class's IO methods are
+# vouched for once (transports/socket.rs, HANDLE_METHODS): one prepended later sends the calls to the Ruby methods.
+add.call("framed: readpartial prepended on UNIXSocket after a read (the Ruby methods)", FRAMED.call) do |t, peer|
+  peer.write(frame("before"))
+  first = t.read(6)
+  $partial_reads = 0
+  UNIXSocket.prepend(Module.new { def readpartial(*) = ($partial_reads += 1) && super })
+  peer.write(frame("after"))
+  [first, t.read(5), $partial_reads]
+end
 add.call("framed, timed: read_nonblock prepended on BasicSocket (the Ruby methods)", FRAMED.call(timeout: 5)) do |t, peer|
   $nonblock_reads = 0
   BasicSocket.prepend(Module.new { def read_nonblock(*, **) = ($nonblock_reads += 1) && super })

@@ -337,18 +337,75 @@ fn untimed(timeout: VALUE) -> bool {
 }
 
 /// True when `handle`'s `readpartial`, `write` and `closed?` are IO's own (a ::Socket, ::UNIXSocket, ::TCPSocket),
-/// so that they answer as IO does: a new BINARY String per read, never an empty one.
+/// so that they answer as IO does: a new BINARY String per read, never an empty one. For exactly one of those three
+/// classes, [`HANDLE_METHODS`] answers (no method lookup per call); any other class is asked.
 #[inline(always)]
 fn io_methods(handle: VALUE) -> bool {
     let Some(class) = rb::heap_class(handle) else {
         return false;
     };
+    if HANDLE_METHODS.intact()
+        && HANDLE_CLASSES
+            .iter()
+            .any(|c| c.load(Ordering::Relaxed) as VALUE == class)
+    {
+        return true;
+    }
     [READPARTIAL.get(), WRITE.get(), CLOSED_P.get()]
         .into_iter()
         .all(|id| {
             // SAFETY: `class` is a live class; rb_method_basic_definition_p only looks its method up.
             unsafe { rb_sys::rb_method_basic_definition_p(class, id) != 0 }
         })
+}
+
+/// ::Socket, ::TCPSocket and ::UNIXSocket, pinned: the handles whose IO methods [`HANDLE_METHODS`] vouches for.
+static HANDLE_CLASSES: [AtomicUsize; 3] = [
+    AtomicUsize::new(0),
+    AtomicUsize::new(0),
+    AtomicUsize::new(0),
+];
+/// Intact while `readpartial`, `write` and `closed?` of the three handle classes are IO's own: they were at load
+/// time, and no change to them (or to the classes between those and IO) has been reported since.
+static HANDLE_METHODS: Guard = Guard::new();
+
+/// The handle classes and the guard of their IO methods (see [`io_methods`]).
+fn watch_handle_classes(ruby: &Ruby) -> Result<(), Error> {
+    use magnus::rb_sys::AsRawValue;
+    use magnus::Module;
+    let object = ruby.class_object();
+    for name in [
+        "Socket",
+        "TCPSocket",
+        "UNIXSocket",
+        "IPSocket",
+        "BasicSocket",
+        "IO",
+    ] {
+        let class: magnus::RClass = object.const_get(name)?;
+        rb::pin_forever(class.as_raw());
+        HANDLE_METHODS.watch(
+            class.as_raw(),
+            Watch::Methods(&["readpartial", "write", "closed?"]),
+        );
+    }
+    for (slot, name) in HANDLE_CLASSES
+        .iter()
+        .zip(["Socket", "TCPSocket", "UNIXSocket"])
+    {
+        let class: magnus::RClass = object.const_get(name)?;
+        let ours = [READPARTIAL.get(), WRITE.get(), CLOSED_P.get()]
+            .into_iter()
+            .all(|id| {
+                // SAFETY: a live class; rb_method_basic_definition_p only looks its method up.
+                unsafe { rb_sys::rb_method_basic_definition_p(class.as_raw(), id) != 0 }
+            });
+        if !ours {
+            HANDLE_METHODS.trip();
+        }
+        slot.store(class.as_raw() as usize, Ordering::Relaxed);
+    }
+    Ok(())
 }
 
 fn length(data: VALUE) -> Result<i64, Error> {
@@ -418,6 +475,7 @@ pub fn init(ruby: &Ruby) -> Result<(), Error> {
         socket.funcall("private_method_defined?", (ruby.to_symbol("close_socket"),))?;
     MASTER_RESCUE.store(master, Ordering::Relaxed);
     timed::init(ruby, exception)?;
+    watch_handle_classes(ruby)?;
     for class in [socket, unix_socket, base] {
         rb::pin_forever(class.as_raw());
         GUARD.watch(class.as_raw(), Watch::Methods(&WATCHED));
