@@ -369,8 +369,13 @@ static HANDLE_CLASSES: [AtomicUsize; 3] = [
 /// time, and no change to them (or to the classes between those and IO) has been reported since.
 static HANDLE_METHODS: Guard = Guard::new();
 
-/// The handle classes and the guard of their IO methods (see [`io_methods`]).
-fn watch_handle_classes(ruby: &Ruby) -> Result<(), Error> {
+/// `guard` watches `methods` in every class from the handles' (::Socket, ::TCPSocket, ::UNIXSocket) up to IO, where
+/// a definition would come before IO's own; the classes are pinned.
+fn watch_up_to_io(
+    ruby: &Ruby,
+    guard: &'static Guard,
+    methods: &'static [&'static str],
+) -> Result<(), Error> {
     use magnus::rb_sys::AsRawValue;
     use magnus::Module;
     let object = ruby.class_object();
@@ -384,11 +389,17 @@ fn watch_handle_classes(ruby: &Ruby) -> Result<(), Error> {
     ] {
         let class: magnus::RClass = object.const_get(name)?;
         rb::pin_forever(class.as_raw());
-        HANDLE_METHODS.watch(
-            class.as_raw(),
-            Watch::Methods(&["readpartial", "write", "closed?"]),
-        );
+        guard.watch(class.as_raw(), Watch::Methods(methods));
     }
+    Ok(())
+}
+
+/// The handle classes and the guard of their IO methods (see [`io_methods`]).
+fn watch_handle_classes(ruby: &Ruby) -> Result<(), Error> {
+    use magnus::rb_sys::AsRawValue;
+    use magnus::Module;
+    let object = ruby.class_object();
+    watch_up_to_io(ruby, &HANDLE_METHODS, &["readpartial", "write", "closed?"])?;
     for (slot, name) in HANDLE_CLASSES
         .iter()
         .zip(["Socket", "TCPSocket", "UNIXSocket"])

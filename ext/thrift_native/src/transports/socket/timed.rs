@@ -25,7 +25,7 @@ use magnus::{Error, Ruby};
 use rb_sys::VALUE;
 
 use super::{PlainSocket, MASTER_RESCUE};
-use crate::ruby::guard::{Guard, Watch};
+use crate::ruby::guard::Guard;
 use crate::ruby::names::{
     NEW, RAISE, READ_NONBLOCK, READ_NONBLOCK_INNER, WRITE_NONBLOCK, WRITE_NONBLOCK_INNER,
 };
@@ -283,26 +283,16 @@ pub(super) fn init(ruby: &Ruby, exception: magnus::RClass) -> Result<(), Error> 
         slot.store(class.as_raw() as usize, Ordering::Relaxed);
     }
     // Every class from the handles' up to IO, where a `read_nonblock` or `write_nonblock` would come first.
-    for name in [
-        "Socket",
-        "TCPSocket",
-        "UNIXSocket",
-        "IPSocket",
-        "BasicSocket",
-        "IO",
-    ] {
-        let class: magnus::RClass = object.const_get(name)?;
-        rb::pin_forever(class.as_raw());
-        GUARD.watch(
-            class.as_raw(),
-            Watch::Methods(&[
-                "read_nonblock",
-                "write_nonblock",
-                "__read_nonblock",
-                "__write_nonblock",
-            ]),
-        );
-    }
+    super::watch_up_to_io(
+        ruby,
+        &GUARD,
+        &[
+            "read_nonblock",
+            "write_nonblock",
+            "__read_nonblock",
+            "__write_nonblock",
+        ],
+    )?;
     let basic_socket: magnus::RClass = object.const_get("BasicSocket")?;
     INNER_CALLS.store(passes_on(basic_socket)?, Ordering::Relaxed);
     let options = ruby.hash_new();
