@@ -90,6 +90,24 @@ class ProcessorWithSend < TestProcessor
   def send(name, *args) = (@sent ||= []) << name.to_s && super
 end
 
+# A result whose class writes something of its own first (struct_codec/calls.rs writes a result without a call only
+# where its class keeps Thrift::Struct's write).
+class OwnWriteResult < Result
+  def write(prot)
+    prot.write_i32(99)
+    super
+  end
+end
+
+class OwnWriteProcessor < TestProcessor
+  def process_ping(seqid, iprot, oprot)
+    args = read_args(iprot, Args)
+    result = OwnWriteResult.new
+    result.success = @handler.ping(args.n)
+    write_result(result, oprot, "ping", seqid)
+  end
+end
+
 # A name whose to_s answers no String.
 class NameWithoutString
   def to_s = nil
@@ -127,6 +145,7 @@ CASES = {
   ],
   "a binary method name" => [TestProcessor, message("caf\xC3".b, T::CALL, 26)],
   "a damaged argument struct" => [TestProcessor, { script: begin_answer("ping", T::CALL, 22), input: "\x08\x00" }],
+  "a result class with its own write" => [OwnWriteProcessor, message("ping", T::CALL, 27)],
 }.freeze
 
 # Cases on real protocols, no doubles: a message in a memory buffer (or in frames) read by the protocol the

@@ -24,7 +24,7 @@ use super::decorated::Forwarded;
 use super::{basic, equal, k, message_types, read_begin_keeping_name};
 use crate::protocols::message_name::MessageName;
 use crate::ruby::names::{
-    BACKTRACE, DEBUG, IVAR_LOGGER, JOIN, MESSAGE, NEW, RESPOND_TO_P, SEND, SKIP, WRITE, WRITE_ERROR,
+    BACKTRACE, DEBUG, IVAR_LOGGER, JOIN, MESSAGE, NEW, RESPOND_TO_P, SEND, SKIP, WRITE_ERROR,
 };
 use crate::ruby::{rb, registry};
 use crate::thrift::thrift;
@@ -241,7 +241,7 @@ fn write_message(
     seqid: VALUE,
 ) -> Result<Value, Error> {
     super::direct::write_message_begin(oprot, name, kind, seqid)?;
-    rb::funcall(body, WRITE.get(), &[oprot])?;
+    crate::struct_codec::calls::write_object(body, oprot)?;
     super::decorated::call(oprot, Forwarded::WriteMessageEnd)?;
     let trans = super::decorated::call(oprot, Forwarded::Trans)?;
     super::direct::flush(trans).map(rb::returned)

@@ -89,15 +89,47 @@ impl Made {
     /// `obj.write(prot)`.
     pub(crate) fn write(&self, prot: VALUE) -> Result<(), Error> {
         match self.codec_plan()? {
-            Some(plan) => {
-                let ruby = Ruby::get().expect("called from a Ruby thread");
-                // SAFETY: `obj` and `prot` are live objects of the caller's frame.
-                let (obj, prot) = unsafe { (rb::value(self.obj), rb::value(prot)) };
-                super::write(&ruby, obj, &[prot], plan.def.is_union())
-            }
+            Some(plan) => write_planned(self.obj, plan, prot),
             None => rb::funcall(self.obj, WRITE.get(), &[prot]).map(drop),
         }
     }
+}
+
+/// `obj.write(prot)` (the processor's `result.write(oprot)`): without a call where `obj` is an exact instance of a
+/// class that keeps the library's `write` (its plan looked up, then taken by the writer).
+pub(crate) fn write_object(obj: VALUE, prot: VALUE) -> Result<(), Error> {
+    if let Some(plan) = codec_plan_of(obj)? {
+        return write_planned(obj, plan, prot);
+    }
+    rb::funcall(obj, WRITE.get(), &[prot]).map(drop)
+}
+
+/// The plan of `obj`'s class where its `read` and `write` are ours to run without a call.
+fn codec_plan_of(obj: VALUE) -> Result<Option<&'static ClassPlan>, Error> {
+    if rb::is_special_const(obj) || !super::CODEC.intact() {
+        return Ok(None);
+    }
+    // SAFETY: `obj` is a live heap object; rb_obj_class skips a singleton class.
+    let class = unsafe { rb_sys::rb_obj_class(obj) };
+    if rb::heap_class(obj) != Some(class) {
+        return Ok(None);
+    }
+    let ruby = Ruby::get().expect("called from a Ruby thread");
+    // A class with no plan (no FIELDS) is its own `write`'s to fail on.
+    let plan = match super::field_plan::plan_for(&ruby, class) {
+        Ok(plan) => plan,
+        Err(e) if e.is_kind_of(ruby.exception_standard_error()) => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    Ok(plan.owners_now()?.plain_codec().then_some(plan))
+}
+
+/// `write(prot)` with the default depth, for `obj`, an exact instance of `plan`'s class.
+fn write_planned(obj: VALUE, plan: &'static ClassPlan, prot: VALUE) -> Result<(), Error> {
+    let ruby = Ruby::get().expect("called from a Ruby thread");
+    let depth =
+        check_depth(thrift().default_recursion_depth).map_err(|e| errors::from_core(&ruby, e))?;
+    super::write_known(&ruby, obj, Some(plan), prot, depth, plan.def.is_union())
 }
 
 /// A [`Made`] object whose setters the RPC code may do itself (see [`Made::direct_setters`]).

@@ -23,6 +23,8 @@ pub struct RubyValues<'r> {
     /// The object whose `validate` was left out (its class's does nothing) and its plan, which `definition` then
     /// answers without looking it up again (no Ruby code ran in between).
     validated: Option<(VALUE, &'static ClassPlan)>,
+    /// The object being written and its class's plan, where the caller knew it (the RPC code's `data.write`).
+    known: Option<(VALUE, &'static ClassPlan)>,
 }
 
 impl<'r> RubyValues<'r> {
@@ -31,7 +33,14 @@ impl<'r> RubyValues<'r> {
             ruby,
             json: false,
             validated: None,
+            known: None,
         }
+    }
+
+    /// Takes `plan` as the plan of `obj`'s class (no lookup) where `obj` is an exact instance of it.
+    pub fn knowing(mut self, obj: VALUE, plan: Option<&'static ClassPlan>) -> Self {
+        self.known = plan.map(|plan| (obj, plan));
+        self
     }
 
     pub fn json(ruby: &'r Ruby) -> Self {
@@ -39,6 +48,7 @@ impl<'r> RubyValues<'r> {
             ruby,
             json: true,
             validated: None,
+            known: None,
         }
     }
 }
@@ -92,8 +102,11 @@ impl Inspect<'static> for RubyValues<'_> {
             // SAFETY: `v` is a live heap object; rb_obj_class skips a singleton class.
             let class = unsafe { rb_sys::rb_obj_class(v) };
             if rb::heap_class(v) == Some(class) {
+                let known = self
+                    .known
+                    .filter(|&(obj, plan)| obj == v && plan.class == class);
                 // A class with no plan (no FIELDS) is the library's to fail on, after its `validate`.
-                match plan_for(self.ruby, class) {
+                match known.map_or_else(|| plan_for(self.ruby, class), |(_, plan)| Ok(plan)) {
                     Ok(plan) if plan.owners_now()?.empty_validate() => {
                         self.validated = Some((v, plan));
                         return Ok(());

@@ -235,8 +235,19 @@ fn write_fast<E: Encoder + fast::RubyState>(
 
 fn write(ruby: &Ruby, rb_self: Value, args: &[Value], union: bool) -> Result<(), Error> {
     let (protocol, depth) = parse_args(ruby, args)?;
-    let obj = rb_self.as_raw();
-    let values = &mut RubyValues::new(ruby);
+    write_known(ruby, rb_self.as_raw(), None, protocol, depth, union)
+}
+
+/// `write`, for `obj`, whose class's plan the caller may know already (`calls.rs`).
+fn write_known(
+    ruby: &Ruby,
+    obj: VALUE,
+    known: Option<&'static ClassPlan>,
+    protocol: VALUE,
+    depth: i64,
+    union: bool,
+) -> Result<(), Error> {
+    let values = &mut RubyValues::new(ruby).knowing(obj, known);
     let through = decorators::inner(protocol).unwrap_or(protocol);
     let done = match fast_protocol(through) {
         Fast::Binary { trans, .. } => write_fast(
@@ -254,7 +265,7 @@ fn write(ruby: &Ruby, rb_self: Value, args: &[Value], union: bool) -> Result<(),
             union,
         ),
         Fast::No => json::JsonEncoder::eligible(through).and_then(|(trans, parent, context)| {
-            let json_values = &mut RubyValues::json(ruby);
+            let json_values = &mut RubyValues::json(ruby).knowing(obj, known);
             let encoder = |out| json::JsonEncoder::new(out, through, parent, context);
             write_fast(
                 json_values,
