@@ -38,9 +38,11 @@ end
 class TestProcessor
   include Thrift::Processor
 
+  RESULT = Result
+
   def process_ping(seqid, iprot, oprot)
     args = read_args(iprot, Args)
-    result = Result.new
+    result = self.class::RESULT.new
     result.success = @handler.ping(args.n)
     write_result(result, oprot, "ping", seqid)
   end
@@ -100,12 +102,7 @@ class OwnWriteResult < Result
 end
 
 class OwnWriteProcessor < TestProcessor
-  def process_ping(seqid, iprot, oprot)
-    args = read_args(iprot, Args)
-    result = OwnWriteResult.new
-    result.success = @handler.ping(args.n)
-    write_result(result, oprot, "ping", seqid)
-  end
+  RESULT = OwnWriteResult
 end
 
 # A name whose to_s answers no String.
