@@ -20,15 +20,17 @@ module ChildRuby
       out, err, status = Open3.capture3(env, RbConfig.ruby, *args, stdin_data: input, binmode: binmode, **options)
       return [out, err, status.success?]
     end
-    Open3.popen3(env, RbConfig.ruby, *args, **options) do |stdin, stdout, stderr, wait|
+    # A process group of its own, killed whole: a child's own children (a forked server) hold its pipes open.
+    Open3.popen3(env, RbConfig.ruby, *args, pgroup: true, **options) do |stdin, stdout, stderr, wait|
       [stdin, stdout, stderr].each(&:binmode) if binmode
       out = Thread.new { stdout.read }
       err = Thread.new { stderr.read }
       stdin.write(input)
       stdin.close
       unless wait.join(timeout)
-        Process.kill(:KILL, wait.pid)
+        Process.kill(:KILL, -wait.pid)
         wait.join
+        return [out.value, "#{err.value}\nchild Ruby killed: still running after #{timeout} s", false]
       end
       [out.value, err.value, wait.value.success?]
     end
@@ -48,9 +50,9 @@ module ChildRuby
   end
 
   # A script that reads Marshal on stdin and answers Marshal on stdout.
-  def marshal(script, *args, input: nil, env: {})
+  def marshal(script, *args, input: nil, env: {}, timeout: nil)
     stdin = input.nil? ? "" : Marshal.dump(input)
-    Marshal.load(run(script, *args.map(&:to_s), env: env, input: stdin, binmode: true))
+    Marshal.load(run(script, *args.map(&:to_s), env: env, input: stdin, binmode: true, timeout: timeout))
   end
 
   # `ruby *args`, each line of its stdout yielded as it comes (a benchmark's progress); a failure raises. `cpu`: the

@@ -30,16 +30,39 @@ module CodecTypes
   # library (THRIFT_MASTER_RB) loaded, the code comes from THRIFT_MASTER_COMPILER (a compiler built from the same
   # checkout); otherwise from the installed compiler, which matches the installed library (0.17 with Debian 12's
   # ruby-thrift 0.14, whose Client is the same; 0.19 with 0.19 in the Debian 13 root of bin/matrix).
-  # `service` names the file the service is generated into (its name, in snake case).
+  # `service` names the file the service is generated into (its name, in snake case). Code that does not fit the
+  # loaded Client (client_code_fits?) raises at once: its calls would read a reply's header as its body, or wait
+  # for bytes that never come.
   def self.load_service!(service_idl, service = "bench")
-    out, compiler = OUT, "thrift"
-    if master_library?
-      compiler = ENV.fetch("THRIFT_MASTER_COMPILER") { raise "thrift master's Client needs code from its compiler: set THRIFT_MASTER_COMPILER" }
-      out = OUT_MASTER
-    end
+    out, compiler = service_compiler
     load!(out, compiler)
-    generate(service_idl, "#{service}.rb", out: out, compiler: compiler)
+    unless client_code_fits?(service_idl, service)
+      raise "#{compiler}'s client code for #{File.basename(service_idl)} does not fit the loaded Thrift::Client " \
+            "(#{Thrift::Client.instance_method(:receive_message).source_location&.first}): a compiler of the same thrift makes " \
+            "code that does"
+    end
     require service
+  end
+
+  # Whether the loaded Thrift::Client runs the client code load_service! generates: a Client whose
+  # receive_message leaves the message header to receive_message_begin (0.19 and later) needs code that calls it,
+  # and code that calls validate_message_begin (master's) a Client that has it. Debian 12's compiler (0.17) against
+  # thrift 0.19's library built for a host Ruby fits neither way; 0.19 is tried with its own compiler in the
+  # Debian 13 root of bin/matrix.
+  def self.client_code_fits?(service_idl, service = "bench")
+    out, compiler = service_compiler
+    code = File.read(File.join(generate(service_idl, "#{service}.rb", out: out, compiler: compiler), "#{service}.rb"))
+    client_has = ->(name) { Thrift::Client.method_defined?(name) || Thrift::Client.private_method_defined?(name) }
+    code.include?("receive_message_begin") == client_has.call(:receive_message_begin) &&
+      (!code.include?("validate_message_begin") || client_has.call(:validate_message_begin))
+  end
+
+  # [output folder, compiler] for the loaded library's service code.
+  def self.service_compiler
+    return [OUT, "thrift"] unless master_library?
+
+    compiler = ENV.fetch("THRIFT_MASTER_COMPILER") { raise "thrift master's Client needs code from its compiler: set THRIFT_MASTER_COMPILER" }
+    [OUT_MASTER, compiler]
   end
 
   # Whether the loaded thrift library is the one under THRIFT_MASTER_RB.

@@ -41,7 +41,7 @@ RSpec.describe "Refills from a Thrift::Socket" do
     reads = 0
     trace = TracePoint.new(:c_call) { |tp| reads += 1 if tp.method_id == :readpartial }
     objects = allocations do
-      @peer.write(message)
+      @peer.syswrite(message) # (IO#write allocates an object per call from Ruby 3.3 on; the peer's is not measured)
       trace.enable { 100.times { trans.read_byte } }
     end
     expect(objects).to eq(0)
