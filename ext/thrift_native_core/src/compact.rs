@@ -326,15 +326,27 @@ pub fn read_field_header_in<I: WireInput>(
     })
 }
 
+/// Whether a map header's value type is looked up before its key type (`read_map_header`).
+pub const VALUE_TYPE_FIRST: bool = cfg!(target_arch = "x86_64");
+
 /// A map header: the size, then (unless it is 0) one byte with the key and value compact types, under the loaded
 /// thrift's `rules` (UUID, the size).
 #[inline(always)]
 pub fn read_map_header<I: WireInput>(input: &mut I, rules: Rules) -> Result<MapHeader, I::Error> {
     let size = read_container_size(input, rules)?;
     let types = if size == 0 { 0 } else { input.read_byte()? };
-    // The value type first, as the C accelerator built by gcc evaluates `rb_ary_new3`'s arguments.
-    let value = thrift_type_in(types & 0x0f, rules).map_err(|e| input.error(e))?;
-    let key = thrift_type_in(types >> 4, rules).map_err(|e| input.error(e))?;
+    let key_type = |input: &mut I| thrift_type_in(types >> 4, rules).map_err(|e| input.error(e));
+    let value_type =
+        |input: &mut I| thrift_type_in(types & 0x0f, rules).map_err(|e| input.error(e));
+    // Which unknown type is named when both are: the C accelerator looks both up among `rb_ary_new3`'s arguments,
+    // in the order its compiler evaluates them: gcc for x86_64 the value type first, for aarch64 the key type first
+    // (the order of the source and of pure Ruby).
+    let (key, value) = if VALUE_TYPE_FIRST {
+        let value = value_type(input)?;
+        (key_type(input)?, value)
+    } else {
+        (key_type(input)?, value_type(input)?)
+    };
     Ok(MapHeader {
         key: key as i8,
         value: value as i8,
