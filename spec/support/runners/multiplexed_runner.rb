@@ -114,6 +114,9 @@ CASES = [
   ["binary: a Thrift::Processor service", -> { real(:binary, request(:binary, "Proc:ping")) }],
   ["compact: a Thrift::Processor service, an unknown method", -> { real(:compact, request(:compact, "Proc:pong")) }],
   ["processors in a Hash subclass that hides them", -> { real(:binary, request(:binary, "Calc:ping")) }, :hiding_hash],
+  ["processors in a compare_by_identity Hash", -> { real(:binary, request(:binary, "Calc:ping")) }, :identity],
+  ["processors under frozen keys not interned", -> { real(:compact, request(:compact, "Calc:ping")) }, :frozen_keys],
+  ["a processor under a BINARY key", -> { real(:binary, request(:binary, "Bin:ping")) }],
   # Last: they change StoredMessageProtocol for the rest of the process.
   ["StoredMessageProtocol.new redefined", -> { real(:binary, request(:binary, "Calc:ping")) }, :stored_new],
   ["StoredMessageProtocol#initialize prepended", -> { real(:binary, request(:binary, "Echo:ping")) }, :stored_init],
@@ -134,6 +137,12 @@ out = CASES.map do |name, setup, variant|
   mux.register_default(Service.new("default", seen)) if variant == :default && MASTER
   if variant == :hiding_hash
     mux.instance_variable_set(:@actual_processors, HidingHash.new.merge!(mux.instance_variable_get(:@actual_processors)))
+  end
+  mux.register_processor("Bin".b, Service.new("Bin", seen))
+  mux.instance_variable_get(:@actual_processors).compare_by_identity if variant == :identity
+  if variant == :frozen_keys
+    processors = mux.instance_variable_get(:@actual_processors)
+    mux.instance_variable_set(:@actual_processors, processors.to_h { |k, v| [String.new(k).freeze, v] })
   end
   if variant == :stored_new
     Thrift::StoredMessageProtocol.define_singleton_method(:new) { |*a| super(*a).tap { |p| p.instance_variable_set(:@new, 1) } }

@@ -9,8 +9,9 @@ use thrift_native_core::binary;
 
 use crate::protocols::message_name::{read_name, NameRead};
 use crate::protocols::shared::{
-    binary_byte, binary_i16, binary_i32, binary_i64, binary_size, binary_version_word, float_value,
-    not_nil, reset_message_size_if_asked, string_length, uuid_bytes, Pending,
+    append_pieces, binary_byte, binary_i16, binary_i32, binary_i64, binary_size,
+    binary_version_word, float_value, not_nil, reset_message_size_if_asked, string_length,
+    uuid_bytes, JoinedHeader, Pending,
 };
 use crate::ruby::ivars::IvarSlot;
 use crate::ruby::names::{IVAR_STRICT_READ, IVAR_STRICT_WRITE, IVAR_TRANS, READ_ALL};
@@ -88,6 +89,26 @@ pub(crate) fn write_message_begin(
         write_string_to(ruby, &out, name)?;
         out.write(&[binary_byte(ruby, mtype)? as u8])?;
         out.write(&binary::encode_i32(binary_i32(ruby, seqid)?))
+    }
+}
+
+/// `write_message_begin(name, mtype, seqid)` of a [`JoinedHeader`]: the same bytes, appended to a plain write
+/// buffer without the joined String. None, with nothing written, where the protocol writes to a transport (which is
+/// handed the String itself) or the header is long.
+pub(crate) fn write_joined_message_begin(
+    prot: VALUE,
+    h: &JoinedHeader,
+) -> Option<Result<(), Error>> {
+    // SAFETY: `prot` is a live VALUE of the caller's frame.
+    let out = output(unsafe { rb::value(prot) });
+    let len = binary::encode_i32(i32::try_from(h.name_len()).ok()?);
+    let seqid = binary::encode_i32(h.seqid);
+    let [a, b, c] = h.name;
+    if rb::ivar_get(prot, IVAR_STRICT_WRITE.get()) == rb::QTRUE {
+        let word = binary::encode_i32(thrift().version_1 as u32 as i32 | i32::from(h.mtype));
+        append_pieces(out, &[&word, &len, a, b, c, &seqid])
+    } else {
+        append_pieces(out, &[&len, a, b, c, &[h.mtype], &seqid])
     }
 }
 

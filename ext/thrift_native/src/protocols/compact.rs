@@ -17,14 +17,14 @@ use magnus::rb_sys::AsRawValue;
 use magnus::{Error, RArray, RClass, RString, Ruby, TryConvert, Value};
 use rb_sys::VALUE;
 use thrift_native_core::compact::{
-    self, compact_type_of, ctype, thrift_type_of, zigzag32, zigzag64,
+    self, compact_type_of, ctype, thrift_type_of, zigzag32, zigzag64, Varint,
 };
 use thrift_native_core::{ttype, CoreError};
 
 use crate::protocols::message_name::{read_name, NameRead};
 use crate::protocols::shared::{
-    checked_i16, checked_i32, checked_size, float_value, i64_arg, int_arg, not_nil,
-    reset_message_size_if_asked, string_length, uuid_bytes, Pending,
+    append_pieces, checked_i16, checked_i32, checked_size, float_value, i64_arg, int_arg, not_nil,
+    reset_message_size_if_asked, string_length, uuid_bytes, JoinedHeader, Pending,
 };
 use crate::ruby::ivars::IvarSlot;
 use crate::ruby::names::{IVAR_BOOLEAN_FIELD, IVAR_BOOL_VALUE, IVAR_LAST_FIELD, IVAR_TRANS};
@@ -216,6 +216,24 @@ pub(crate) fn write_message_begin(
     p.write_varint(u64::from(seqid as u32))?;
     p.flush()?;
     write_string_to(ruby, out, name)
+}
+
+/// `write_message_begin(name, mtype, seqid)` of a [`JoinedHeader`] (binary.rs's twin): the same bytes, appended to a
+/// plain write buffer. None, with nothing written, for a transport or a long header.
+pub(crate) fn write_joined_message_begin(
+    prot: VALUE,
+    h: &JoinedHeader,
+) -> Option<Result<(), Error>> {
+    // SAFETY: `prot` is a live VALUE of the caller's frame.
+    let out = output(unsafe { rb::value(prot) });
+    let c = thrift().compact;
+    let version_and_type =
+        (c.version & c.version_mask) | ((i64::from(h.mtype) << c.type_shift_amount) & c.type_mask);
+    let head = [c.protocol_id as u8, version_and_type as u8];
+    let seqid = Varint::new(u64::from(h.seqid as u32));
+    let len = Varint::new(h.name_len() as u64);
+    let [a, b, n] = h.name;
+    append_pieces(out, &[&head, seqid.as_bytes(), len.as_bytes(), a, b, n])
 }
 
 fn write_struct_begin(rb_self: Value, _name: Value) -> Result<(), Error> {

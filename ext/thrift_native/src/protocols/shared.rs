@@ -166,6 +166,40 @@ pub fn reset_message_size_if_asked(protocol: VALUE) -> Result<(), Error> {
     Ok(())
 }
 
+/// A message header whose name is given as UTF-8 pieces (a MultiplexedProtocol's `"#{service}:#{name}"` of two
+/// UTF-8 Strings), its type and sequence id in range: what the protocols' `write_joined_message_begin` append.
+pub struct JoinedHeader<'a> {
+    pub name: [&'a [u8]; 3],
+    pub mtype: u8,
+    pub seqid: i32,
+}
+
+impl JoinedHeader<'_> {
+    pub fn name_len(&self) -> usize {
+        self.name.iter().map(|p| p.len()).sum()
+    }
+}
+
+/// The longest message header [`append_pieces`] composes.
+const PIECES_MAX: usize = 320;
+
+/// Appends the pieces to a plain write buffer in one piece (composed on the stack first, so that no piece is read
+/// after Ruby code ran). None, with nothing written, for a transport or pieces longer than [`PIECES_MAX`].
+pub fn append_pieces(out: Output, pieces: &[&[u8]]) -> Option<Result<(), Error>> {
+    let Output::Buffer(buf) = out else {
+        return None;
+    };
+    let mut bytes = [0u8; PIECES_MAX];
+    let mut len = 0;
+    for piece in pieces {
+        bytes
+            .get_mut(len..len + piece.len())?
+            .copy_from_slice(piece);
+        len += piece.len();
+    }
+    Some(rb::str_cat(buf, &bytes[..len]))
+}
+
 /// Bytes gathered for one call, so that a check failing half-way still emits what the C accelerator had already
 /// written before it (its writes happen between its checks).
 pub struct Pending {

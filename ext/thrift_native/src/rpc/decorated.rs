@@ -3,7 +3,9 @@
 //! - `MultiplexedProtocol#write_message_begin`, native: for a CALL or ONEWAY, `@protocol.write_message_begin(
 //!   "#{@service_name}:#{name}", type, seqid)` (the name interpolated as Ruby interpolates it), else with `name`
 //!   itself, as the library's `case type when MessageTypes::CALL, MessageTypes::ONEWAY`. A type that is no Integer
-//!   (whose `===` Ruby code might answer), or an instance of a subclass, gets the library's method.
+//!   (whose `===` Ruby code might answer), or an instance of a subclass, gets the library's method. Two UTF-8
+//!   Strings bound for one of our protocols over a plain buffer are written from their bytes, without the joined
+//!   String ([`write_joined`]).
 //! - [`call`]: `prot.write_message_end`, `read_message_end` and `trans` made on `@protocol` where `prot` is an
 //!   exact instance of one of the two and its method is ProtocolDecorator's forwarder (`@protocol.<method>`), so
 //!   that the protocol's own method (ours, for the accelerated protocols) is called at once.
@@ -146,16 +148,40 @@ fn write_message_begin(
     }
     let types = message_types();
     let kind_code = kind_code.unwrap_or_default();
+    let protocol = rb::ivar_get(this, IVAR_PROTOCOL.get());
     let name = if kind_code == types.call.load(Ordering::Relaxed)
         || kind_code == types.oneway.load(Ordering::Relaxed)
     {
         let service = rb::ivar_get(this, IVAR_SERVICE_NAME.get());
+        if let Some(written) = write_joined(protocol, service, name, kind_code, seqid) {
+            return written.map(rb::returned);
+        }
         rb::interpolate(&[service, COLON.load(Ordering::Relaxed) as VALUE, name])?
     } else {
         name
     };
-    let protocol = rb::ivar_get(this, IVAR_PROTOCOL.get());
     super::direct::write_message_begin(protocol, name, kind, seqid).map(rb::returned)
+}
+
+/// The header with the name `"#{service}:#{name}"` written from the two Strings' bytes, without the joined String,
+/// where both are exact UTF-8 Strings (the interpolation is then their bytes joined, tagged UTF-8, which the
+/// protocol writes as they are) and the protocol writes to a plain buffer (see direct.rs). None otherwise.
+fn write_joined(
+    protocol: VALUE,
+    service: VALUE,
+    name: VALUE,
+    kind: i64,
+    seqid: VALUE,
+) -> Option<Result<VALUE, Error>> {
+    let string = rb::string_class();
+    let utf8 = |s| rb::is_exact_instance(s, string) && crate::thrift::bytes::is_utf8_string(s);
+    if !utf8(service) || !utf8(name) {
+        return None;
+    }
+    let seqid = rb::fixnum_value(seqid)?;
+    // SAFETY: both are Strings on the caller's stack; the callee copies their bytes before any Ruby code runs.
+    let pieces = unsafe { [rb::str_bytes(service), b":".as_slice(), rb::str_bytes(name)] };
+    super::direct::write_joined_message_begin(protocol, pieces, kind, seqid)
 }
 
 /// The bits of the [`FORWARDED`] methods that `class` has from ProtocolDecorator.

@@ -14,6 +14,7 @@ use rb_sys::VALUE;
 
 use super::decorated::Forwarded;
 use crate::protocols;
+use crate::protocols::shared::JoinedHeader;
 use crate::ruby::guard::{Guard, Watch};
 use crate::ruby::names::{FLUSH, IVAR_TRANS, TRANS, WRITE_MESSAGE_BEGIN};
 use crate::ruby::rb;
@@ -59,6 +60,28 @@ pub(crate) fn write_message_begin(
         Ours::Compact => protocols::compact::write_message_begin(&ruby, prot, name, kind, seqid),
     }?;
     Ok(rb::QNIL)
+}
+
+/// `prot.write_message_begin(name, kind, seqid)` for a name given as UTF-8 pieces (MultiplexedProtocol's
+/// `"#{service}:#{name}"`), where `prot` is one of ours writing to a plain buffer and `kind` and `seqid` are in
+/// range: the header appended without the joined String. None, with nothing written, otherwise.
+pub(crate) fn write_joined_message_begin(
+    prot: VALUE,
+    name: [&[u8]; 3],
+    kind: i64,
+    seqid: i64,
+) -> Option<Result<VALUE, Error>> {
+    let which = ours(prot)?;
+    let header = JoinedHeader {
+        name,
+        mtype: u8::try_from(kind).ok()?,
+        seqid: i32::try_from(seqid).ok()?,
+    };
+    let written = match which {
+        Ours::Binary => protocols::binary::write_joined_message_begin(prot, &header),
+        Ours::Compact => protocols::compact::write_joined_message_begin(prot, &header),
+    };
+    written.map(|r| r.map(|()| rb::QNIL))
 }
 
 /// `prot.write_message_end`, `prot.read_message_end` (ours do nothing and answer nil) or `prot.trans` (the

@@ -23,8 +23,8 @@ use super::{destructure, message_types, read_begin_keeping_name};
 use crate::protocols::message_name::MessageName;
 use crate::ruby::guard::{Guard, Originals, Watch};
 use crate::ruby::names::{
-    CHECK_DEFAULT_PROCESSOR, CHECK_SEPARATOR, CHECK_TYPE, COUNT, IVAR_ACTUAL_PROCESSORS,
-    IVAR_DEFAULT_PROCESSOR, LESS_THAN, NEW, PROCESS, PROCESSOR, SPLIT,
+    CHECK_DEFAULT_PROCESSOR, CHECK_SEPARATOR, CHECK_TYPE, COMPARE_BY_IDENTITY_P, COUNT,
+    IVAR_ACTUAL_PROCESSORS, IVAR_DEFAULT_PROCESSOR, LESS_THAN, NEW, PROCESS, PROCESSOR, SPLIT,
 };
 use crate::ruby::{rb, registry};
 use crate::thrift::{bytes, thrift};
@@ -59,6 +59,11 @@ fn process(rb_self: Value, iprot: Value, oprot: Value) -> Result<Value, Error> {
     let (kind, seqid) = read_begin_keeping_name(iprot, &mut name)?;
     check_type(this, kind)?;
     let master = MASTER.load(Ordering::Relaxed);
+    if let Some(found) = by_service_bytes(this, &name, master)? {
+        let method = found.method.map_or(rb::QNIL, |b| found.string(b));
+        let stored = stored_protocol(iprot, [method, kind, seqid])?;
+        return rb::funcall(found.processor, PROCESS.get(), &[stored, oprot]).map(rb::returned);
+    }
     let Some((service, method)) = split(&mut name, master)? else {
         let name = name.value();
         if !master {
@@ -133,6 +138,93 @@ fn processor(this: VALUE, service: VALUE) -> Result<VALUE, Error> {
     rb::funcall(this, PROCESSOR.get(), &[service])
 }
 
+/// A service's processor found without the service name's String, and the method name's bytes.
+struct Found<'a> {
+    processor: VALUE,
+    method: Option<&'a [u8]>,
+    utf8: bool,
+}
+
+impl Found<'_> {
+    /// A String of the name's encoding, as `split` makes its pieces.
+    fn string(&self, b: &[u8]) -> VALUE {
+        if self.utf8 {
+            rb::utf8_string(b)
+        } else {
+            rb::binary_string(b)
+        }
+    }
+}
+
+/// The processor `processor(service_name)` answers, looked up by the service name's bytes, where the name is still
+/// bytes (valid UTF-8, or BINARY) with a non-empty service part and `@actual_processors` a plain Hash, not
+/// compare_by_identity, that has it: the key is found through the interned String of those bytes (which a Hash's
+/// String key already is: Hash#[]= interns an unfrozen String key), equal to the library's new String as a Hash
+/// key. None where the library's steps are needed: a miss, any other Hash or name.
+fn by_service_bytes<'a>(
+    this: VALUE,
+    name: &'a MessageName,
+    master: bool,
+) -> Result<Option<Found<'a>>, Error> {
+    const UNDEF: VALUE = rb_sys::special_consts::Qundef as VALUE;
+    let Some((bytes, utf8)) = name.bytes() else {
+        return Ok(None);
+    };
+    if utf8 && std::str::from_utf8(bytes).is_err() {
+        return Ok(None);
+    }
+    let Some((service, method)) = split_ranges(bytes, master) else {
+        return Ok(None);
+    };
+    let Some(service) = service.filter(|s| !s.is_empty()) else {
+        return Ok(None);
+    };
+    let processors = rb::ivar_get(this, IVAR_ACTUAL_PROCESSORS.get());
+    if !rb::is_exact_instance(processors, rb::hash_class()) {
+        return Ok(None);
+    }
+    // SAFETY: the encodings are Ruby's own; `service` is a slice of the name's own array (Rust memory), copied.
+    let key = unsafe {
+        let enc = if utf8 {
+            rb_sys::rb_utf8_encoding()
+        } else {
+            rb_sys::rb_ascii8bit_encoding()
+        };
+        rb_sys::rb_enc_interned_str(service.as_ptr() as *const _, service.len() as _, enc)
+    };
+    // SAFETY: protected; `processors` is a Hash and `key` a String on this stack; the lookup hashes it as Hash#[]
+    // would.
+    let found =
+        magnus::rb_sys::protect(|| unsafe { rb_sys::rb_hash_lookup2(processors, key, UNDEF) })?;
+    // A compare_by_identity Hash never finds the library's new String.
+    if found == UNDEF || rb::truthy(rb::funcall(processors, COMPARE_BY_IDENTITY_P.get(), &[])?) {
+        return Ok(None);
+    }
+    Ok(Some(Found {
+        processor: found,
+        method,
+        utf8,
+    }))
+}
+
+/// The service name's and the method name's bytes (each None for a nil part).
+type SplitName<'a> = (Option<&'a [u8]>, Option<&'a [u8]>);
+
+/// Where `split` puts the service name and the method name in `name` (each None for a nil part), or None for a name
+/// without a colon: [`split_bytes`]'s rule.
+fn split_ranges(name: &[u8], master: bool) -> Option<SplitName<'_>> {
+    let first = name.iter().position(|&b| b == b':')?;
+    if master {
+        // split(":", 2): what comes before the first colon, and all after it.
+        return Some((Some(&name[..first]), Some(&name[first + 1..])));
+    }
+    // split(":"): the parts, trailing empty ones dropped (the trailing colons'), the first two, or nil.
+    let end = name.iter().rposition(|&b| b != b':').map_or(0, |i| i + 1);
+    let mut parts = name[..end].split(|&b| b == b':').filter(|_| end > 0);
+    let service = parts.next();
+    Some((service, parts.next()))
+}
+
 /// The service name and the method name (`service_name, method = name.split(...)`), or None when the name has no
 /// colon (`name.count(':') < 1`).
 fn split(name: &mut MessageName, master: bool) -> Result<Option<(VALUE, VALUE)>, Error> {
@@ -167,24 +259,18 @@ fn split(name: &mut MessageName, master: bool) -> Result<Option<(VALUE, VALUE)>,
 
 /// `split` of a name's bytes (valid UTF-8, or BINARY), the pieces Strings of the name's encoding.
 fn split_bytes(name: &[u8], utf8: bool, master: bool) -> Option<(VALUE, VALUE)> {
-    let string = |b: &[u8]| {
-        if utf8 {
-            rb::utf8_string(b)
-        } else {
-            rb::binary_string(b)
-        }
+    let string = |b: Option<&[u8]>| {
+        b.map_or(rb::QNIL, |b| {
+            if utf8 {
+                rb::utf8_string(b)
+            } else {
+                rb::binary_string(b)
+            }
+        })
     };
-    let first = name.iter().position(|&b| b == b':')?;
-    if master {
-        // split(":", 2): what comes before the first colon, and all after it.
-        return Some((string(&name[..first]), string(&name[first + 1..])));
-    }
-    // split(":"): the parts, trailing empty ones dropped (the trailing colons'), the first two, or nil.
-    let end = name.iter().rposition(|&b| b != b':').map_or(0, |i| i + 1);
-    let mut parts = name[..end].split(|&b| b == b':').filter(|_| end > 0);
-    let mut part = || parts.next().map_or(rb::QNIL, string);
-    let service = part();
-    Some((service, part()))
+    let (service, method) = split_ranges(name, master)?;
+    let service = string(service);
+    Some((service, string(method)))
 }
 
 pub fn init(ruby: &Ruby) -> Result<(), Error> {

@@ -121,6 +121,7 @@ define_rb_intern!(
     COUNT => "count",
     SPLIT => "split",
     LESS_THAN => "<",
+    COMPARE_BY_IDENTITY_P => "compare_by_identity?",
 );
 
 // HeaderTransport's ivars and the StringIO methods it uses.
