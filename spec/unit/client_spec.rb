@@ -12,15 +12,27 @@ RSpec.describe "Thrift::Client" do
   # 0.19 and master read the message begin in receive_message_begin (the generated code calls it first).
   begin_first = Thrift::Client.method_defined?(:receive_message_begin)
 
-  it "sends a call allocating only the arguments struct and the caller's Hash" do
+  it "sends a call allocating only the caller's Hash, the arguments written from the args class's reused instance" do
     trans = Thrift::MemoryBufferTransport.new
     client = client_class.new(Thrift::BinaryProtocolAccelerated.new(trans))
-    # The Hash literal and the struct. No String for the setter's name, none in the setter (thrift_native's
-    # Struct.field_accessor makes the ivar's name once), no Array; master's @pending_seqids grows within its room.
-    expect(allocations { client.send_message("ping", CodecTest::Leaf, id: 5) }).to eq(2)
-    expect(allocations { client.send_message("ping", CodecTest::Leaf, id: 5, label: "l") }).to eq(2)
-    # The default `args = {}` and the struct.
-    expect(allocations { client.send_oneway_message("ping", CodecTest::Leaf) }).to eq(2)
+    client.send_message("ping", CodecTest::Leaf, id: 4) # the class's first: its defaults Hash, then its instance
+    # The Hash literal. No struct, no String for the setter's name, no Array; master's @pending_seqids grows within
+    # its room.
+    expect(allocations { client.send_message("ping", CodecTest::Leaf, id: 5) }).to eq(1)
+    expect(allocations { client.send_message("ping", CodecTest::Leaf, id: 5, label: "l") }).to eq(1)
+    # The default `args = {}`.
+    expect(allocations { client.send_oneway_message("ping", CodecTest::Leaf) }).to eq(1)
+    # Nothing held after the call: the reused instance's fields are nil again.
+    label = +"held?"
+    client.send_message("ping", CodecTest::Leaf, id: 6, label: label)
+    expect(ObjectSpace.each_object(CodecTest::Leaf).select { |leaf| leaf.label.equal?(label) }).to eq([])
+    # An args class with a setter of its own gets a new instance per call, as before.
+    own_setter = Class.new(CodecTest::Leaf) do
+      def id=(value)
+        super
+      end
+    end
+    expect(allocations { client.send_message("ping", own_setter, id: 1) }).to eq(2)
   end
 
   # rpc/direct.rs calls our protocol's and transport's methods without dispatch while they are ours: methods

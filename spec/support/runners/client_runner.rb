@@ -31,10 +31,12 @@ end
 
 class HashSubclass < Hash; end
 
-# An args class whose setter changes the caller's Hash while it is walked.
-class ArgsThatChangeTheHash < Args
-  def n=(value)
-    $args[:s] = "added"
+# A client whose next_seqid! (master calls it between making the args and writing them) runs `$hook` once.
+class SeqidHookClient < TestClient
+  def next_seqid!
+    hook = $hook
+    $hook = nil
+    hook&.call
     super
   end
 end
@@ -171,6 +173,26 @@ CASES = {
     { script: { write_struct_begin: ->(*) { raise IOError, "write failed" } }, fail_on: [:close] },
     ->(c) { c.send_message("ping", Args, n: 8) },
   ],
+  # struct_codec/calls.rs writes the arguments from the args class's reused instance where nothing can tell it from
+  # a new one: a call made while one is written, and a write redefined in between, get new instances.
+  "send_message, a call made while the args are written" => [{ script: { write_field_stop: ->(*) { $inner&.call } } }, lambda { |c|
+    c.send_message("warm", Args, n: 0)
+    $inner = lambda do
+      $inner = nil
+      c.send_message("inner", Args, n: 2, s: "inner")
+    end
+    [c.send_message("outer", Args, n: 1, s: "outer"), c.send_message("after", Args, s: "after")]
+  }],
+  "send_message, next_seqid! redefines the args' write" => [{ klass: SeqidHookClient }, lambda { |c|
+    $made = []
+    klass = Class.new(Args)
+    c.send_message("warm", klass, n: 1)
+    $hook = -> { klass.define_method(:write) { |prot| ($made << [:write, n, s]) && super(prot) } }
+    [c.send_message("a", klass, n: 2, s: "two"), c.send_message("b", klass, n: 3), $made]
+  }],
+  "send_message, repeated and overwritten keys" => [{}, lambda { |c|
+    [c.send_message("a", Args, n: 1, s: "one"), c.send_message("b", Args, { n: 2, "n" => 3 }), c.send_message("c", Args)]
+  }],
   # struct_codec/calls.rs runs `new`, `read` and `write` without a call only for classes that keep the library's.
   "send_message, an args class with its own new" => [{}, lambda { |c|
     $made = []

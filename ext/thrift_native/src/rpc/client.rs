@@ -36,7 +36,7 @@ use crate::ruby::names::{
     READ_MESSAGE_BEGIN, SEND, SEND_MESSAGE_ARGS, SHIFT, TO_S, TRANS, WRITE_MESSAGE,
 };
 use crate::ruby::{rb, registry};
-use crate::struct_codec::calls::{self, Made};
+use crate::struct_codec::calls::{self, Made, ReusedArgs};
 use crate::thrift::thrift;
 
 /// Which client.rb the loaded thrift has.
@@ -181,6 +181,30 @@ fn set_argument(data: VALUE, own_send: bool, key: VALUE, value: VALUE) -> Result
     rb::funcall(data, SEND.get(), &[setter, value]).map(drop)
 }
 
+/// The arguments' struct: the args class's reused instance where nothing could tell it from a new one
+/// (struct_codec/calls.rs), else a new one.
+enum ArgsData {
+    Reused(ReusedArgs),
+    Made(Made),
+}
+
+impl ArgsData {
+    fn write(&mut self, prot: VALUE) -> Result<(), Error> {
+        match self {
+            ArgsData::Reused(r) => r.write(prot),
+            ArgsData::Made(m) => m.write(prot),
+        }
+    }
+}
+
+/// `data = args_class.new; args.each { |k, v| data.send("#{k}=", v) }`.
+fn args_data(args_class: VALUE, args: VALUE) -> Result<ArgsData, Error> {
+    if let Some(reused) = ReusedArgs::fill(args_class, args)? {
+        return Ok(ArgsData::Reused(reused));
+    }
+    make_args(args_class, args).map(ArgsData::Made)
+}
+
 /// `data = args_class.new; args.each { |k, v| data.send("#{k}=", v) }`, walking the live Hash as `each` does.
 fn make_args(args_class: VALUE, args: VALUE) -> Result<Made, Error> {
     let data = calls::new_instance(args_class)?;
@@ -217,7 +241,7 @@ fn send_message_args_v014(this: VALUE, args_class: VALUE, args: VALUE) -> Result
     if !plain_hash(args) {
         return ORIGINALS.call(SEND_MESSAGE_ARGS_M, this, &[args_class, args]);
     }
-    let data = make_args(args_class, args)?;
+    let mut data = args_data(args_class, args)?;
     if let Err(e) = data.write(ivar(this, &IVAR_OPROT)) {
         if let Some(exception) = standard_error(&e) {
             crate::ruby::rescue::rescuing(exception, |r| {
@@ -237,7 +261,7 @@ fn write_message_master(this: VALUE, args: &[VALUE; 4]) -> Result<VALUE, Error> 
     if !plain_hash(arguments) {
         return ORIGINALS.call(WRITE_MESSAGE_M, this, args);
     }
-    let data = make_args(args_class, arguments)?;
+    let mut data = args_data(args_class, arguments)?;
     let seqid = if rb::is_nil(name) {
         rb::QNIL
     } else {

@@ -5,13 +5,19 @@
 //! class and the class keeps the library's `read` and `write` (`owners.rs`) and Thrift::Struct's and Thrift::Union's
 //! are ours ([`super::CODEC`]). Anything else is called as before. A backtrace raised inside lacks the native
 //! method's line; TracePoint sees no `c_call` for it.
+//!
+//! [`ReusedArgs`]: the client's call arguments set on, and written from, one instance of the args class that the
+//! class's plan keeps, where a new instance would be made, set and written without any Ruby code seeing it: no
+//! struct per call. `ObjectSpace.each_object(args_class)` finds that instance (its fields nil between calls).
+
+use std::sync::atomic::Ordering;
 
 use magnus::{Error, Ruby};
 use rb_sys::VALUE;
 use thrift_native_core::codec::check_depth;
 
 use super::field_plan::ClassPlan;
-use crate::ruby::names::{NEW, READ, TO_S, WRITE};
+use crate::ruby::names::{NEW, READ, SEND, TO_S, WRITE};
 use crate::ruby::rb;
 use crate::thrift::{errors, thrift};
 
@@ -114,14 +120,22 @@ fn codec_plan_of(obj: VALUE) -> Result<Option<&'static ClassPlan>, Error> {
     if rb::heap_class(obj) != Some(class) {
         return Ok(None);
     }
-    let ruby = Ruby::get().expect("called from a Ruby thread");
     // A class with no plan (no FIELDS) is its own `write`'s to fail on.
-    let plan = match super::field_plan::plan_for(&ruby, class) {
-        Ok(plan) => plan,
-        Err(e) if e.is_kind_of(ruby.exception_standard_error()) => return Ok(None),
-        Err(e) => return Err(e),
+    let Some(plan) = plan_if_any(class)? else {
+        return Ok(None);
     };
     Ok(plan.owners_now()?.plain_codec().then_some(plan))
+}
+
+/// `class`'s plan, or None for a class the plan cannot be made of (a StandardError, which its own methods will
+/// raise where they need FIELDS).
+fn plan_if_any(class: VALUE) -> Result<Option<&'static ClassPlan>, Error> {
+    let ruby = Ruby::get().expect("called from a Ruby thread");
+    match super::field_plan::plan_for(&ruby, class) {
+        Ok(plan) => Ok(Some(plan)),
+        Err(e) if e.is_kind_of(ruby.exception_standard_error()) => Ok(None),
+        Err(e) => Err(e),
+    }
 }
 
 /// `write(prot)` with the default depth, for `obj`, an exact instance of `plan`'s class.
@@ -160,5 +174,118 @@ impl DirectSetters {
         };
         rb::ivar_set_unfrozen(self.obj, self.plan.def.fields()[i].extra.ivar, value);
         true
+    }
+}
+
+/// A call's arguments set on the args class's reused instance ([`ClassPlan::args_instance`]) instead of a new one:
+/// `data = args_class.new; args.each { |k, v| data.send("#{k}=", v) }; data.write(prot)` gives the same bytes,
+/// errors and calls when `new` would set no field and run no Ruby code (`initialize::new_sets_nothing`), every
+/// setter is the plain one and type checking is off (what [`Made::direct_setters`] asks), every key names a field as
+/// [`DirectSetters::set`] decides it, and `write` is ours with an empty `validate`, so that no Ruby code is ever
+/// handed the instance. Emptied (its fields nil) and given back when dropped.
+pub(crate) struct ReusedArgs {
+    obj: VALUE,
+    plan: &'static ClassPlan,
+    /// Handed to Ruby code (see [`ReusedArgs::write`]): no longer the plan's.
+    given_up: bool,
+}
+
+impl ReusedArgs {
+    /// The instance with the arguments set, or None (nothing done) where a new instance must be made. `args` is a
+    /// plain Hash (`args.each` is Hash's).
+    pub(crate) fn fill(args_class: VALUE, args: VALUE) -> Result<Option<ReusedArgs>, Error> {
+        use super::initialize::{field_of, new_sets_nothing, type_checking_off, MAX_KEYS};
+        if rb::builtin_type(args_class) != Some(rb_sys::ruby_value_type::RUBY_T_CLASS)
+            || !super::CODEC.intact()
+        {
+            return Ok(None);
+        }
+        let basic = |class, id| {
+            // SAFETY: a live class; rb_method_basic_definition_p only looks the method up.
+            unsafe { rb_sys::rb_method_basic_definition_p(class, id) != 0 }
+        };
+        if !rb::heap_class(args_class).is_some_and(|meta| basic(meta, NEW.get()))
+            || !basic(args_class, SEND.get())
+            || !type_checking_off()
+        {
+            return Ok(None);
+        }
+        let Some(plan) = plan_if_any(args_class)? else {
+            return Ok(None);
+        };
+        let found = plan.owners_now()?;
+        if !new_sets_nothing(args_class, plan, found)
+            || !found.plain_setters()
+            || !found.plain_codec()
+            || !found.empty_validate()
+            || !basic(rb::symbol_class(), TO_S.get())
+            || !basic(rb::string_class(), TO_S.get())
+        {
+            return Ok(None);
+        }
+        let mut pairs = [(rb::QNIL, rb::QNIL); MAX_KEYS];
+        // SAFETY: `args` is a Hash (the caller's check).
+        let Some(n) = (unsafe { rb::hash_pairs(args, &mut pairs) }) else {
+            return Ok(None);
+        };
+        let mut named = [0usize; MAX_KEYS];
+        for (slot, &(key, _)) in named.iter_mut().zip(&pairs[..n]) {
+            let plain = rb::is_static_symbol(key) || rb::is_exact_instance(key, rb::string_class());
+            match field_of(plan, key).filter(|_| plain) {
+                Some(i) => *slot = i,
+                None => return Ok(None),
+            }
+        }
+        let instance = &plan.args_instance;
+        if instance.busy.swap(true, Ordering::Relaxed) {
+            return Ok(None);
+        }
+        let mut obj = instance.obj.load(Ordering::Relaxed) as VALUE;
+        if obj == 0 {
+            // SAFETY: protected; `args_class` is a class with a plan (its instances are T_OBJECTs).
+            match magnus::rb_sys::protect(|| unsafe { rb_sys::rb_obj_alloc(args_class) }) {
+                Ok(made) => obj = made,
+                Err(e) => {
+                    instance.busy.store(false, Ordering::Relaxed);
+                    return Err(e);
+                }
+            }
+            instance.obj.store(obj as usize, Ordering::Relaxed);
+        }
+        let fields = plan.def.fields();
+        for (&(_, value), &i) in pairs[..n].iter().zip(&named) {
+            rb::ivar_set_unfrozen(obj, fields[i].extra.ivar, value);
+        }
+        Ok(Some(ReusedArgs {
+            obj,
+            plan,
+            given_up: false,
+        }))
+    }
+
+    /// `data.write(prot)`. Where Ruby code run since [`ReusedArgs::fill`] (master's `next_seqid!`) changed the class's
+    /// `write` or `validate`, the instance is the library's to write, and given up: it is never reused.
+    pub(crate) fn write(&mut self, prot: VALUE) -> Result<(), Error> {
+        let found = self.plan.owners_now()?;
+        if super::CODEC.intact() && found.plain_codec() && found.empty_validate() {
+            return write_planned(self.obj, self.plan, prot);
+        }
+        self.given_up = true;
+        let instance = &self.plan.args_instance;
+        instance.obj.store(0, Ordering::Relaxed);
+        instance.busy.store(false, Ordering::Relaxed);
+        rb::funcall(self.obj, WRITE.get(), &[prot]).map(drop)
+    }
+}
+
+impl Drop for ReusedArgs {
+    fn drop(&mut self) {
+        if self.given_up {
+            return;
+        }
+        for f in self.plan.def.fields() {
+            rb::ivar_set_unfrozen(self.obj, f.extra.ivar, rb::QNIL);
+        }
+        self.plan.args_instance.busy.store(false, Ordering::Relaxed);
     }
 }

@@ -8,6 +8,7 @@
 
 use std::cell::UnsafeCell;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use magnus::prelude::*;
 use magnus::rb_sys::{protect, AsRawValue};
@@ -82,6 +83,18 @@ pub struct ClassPlan {
     pub has_defaults: bool,
     /// The fields (in FIELDS order, the order defaults are applied in) as the core's codec reads them.
     pub def: StructPlan,
+    /// The instance the RPC client writes call arguments from (struct_codec/calls.rs, `ReusedArgs`).
+    pub args_instance: ArgsInstance,
+}
+
+/// An instance of a plan's class that the RPC client fills with a call's arguments, writes and empties again, where
+/// a new instance would be made, filled and written the same way without Ruby code seeing it: made at the first
+/// such call, held (and marked) by the plan, its fields nil between calls.
+#[derive(Debug, Default)]
+pub struct ArgsInstance {
+    pub obj: AtomicUsize,
+    /// Taken by a call in progress (another, reached from Ruby code that call runs, makes a new instance).
+    pub busy: AtomicBool,
 }
 
 impl ClassPlan {
@@ -101,6 +114,7 @@ impl ClassPlan {
         };
         mark(self.class);
         mark(self.fields_hash);
+        mark(self.args_instance.obj.load(Ordering::Relaxed) as VALUE);
         // SAFETY: marking runs with the GVL held, while no native initialize is changing the keys.
         for &(key, _) in unsafe { &*self.default_keys.0.get() }.iter() {
             mark(key);
@@ -230,6 +244,7 @@ fn build(ruby: &Ruby, class: VALUE, fields: VALUE) -> Result<ClassPlan, Error> {
         default_keys: DefaultKeys::default(),
         has_defaults,
         def: StructDef::new(plans, is_union),
+        args_instance: ArgsInstance::default(),
     })
 }
 

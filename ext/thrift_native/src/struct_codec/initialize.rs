@@ -23,6 +23,7 @@ use crate::ruby::names::{
 use crate::ruby::rb;
 use crate::struct_codec::defaults::dup_default;
 use crate::struct_codec::field_plan::{plan_for, ClassPlan};
+use crate::struct_codec::owners::Found;
 use crate::thrift::thrift;
 
 /// Tripped when Ruby code changes what the native methods reproduce in the library's modules themselves.
@@ -38,7 +39,7 @@ static UNION_ORIGINAL: Originals<1> = Originals::new(["initialize"]);
 
 /// The most keys and defaults a call decides natively (a struct with more defaults, or a call with more keys, gets
 /// the library's method): their pairs are copied to buffers on the stack, which the GC scans.
-const MAX_KEYS: usize = 32;
+pub(super) const MAX_KEYS: usize = 32;
 const MAX_DEFAULTS: usize = 64;
 
 /// The index of the field `key` names, when that is decided without Ruby code: a static Symbol, or a String of the
@@ -91,6 +92,25 @@ pub(super) fn type_checking() -> Result<bool, Error> {
         return Ok(rb::truthy(rb::ivar_get(module, IVAR_TYPE_CHECKING.get())));
     }
     Ok(rb::truthy(rb::funcall(module, TYPE_CHECKING.get(), &[])?))
+}
+
+/// Whether `class.new` (no arguments, no block) would make an instance with no field set and run no Ruby code: the
+/// native `initialize` of a struct class (`found`: its owners now) whose defaults Hash is made already and empty.
+pub(crate) fn new_sets_nothing(class: VALUE, plan: &ClassPlan, found: Found) -> bool {
+    STRUCT.intact()
+        && !plan.def.is_union()
+        && found.plain_initialize()
+        && found.plain_collaborators()
+        && {
+            let defaults = rb::ivar_get(class, IVAR_FIELDS_WITH_DEFAULT_VALUES.get());
+            rb::is_exact_instance(defaults, rb::hash_class()) && hash_size(defaults) == 0
+        }
+}
+
+/// `Thrift.type_checking` is off, known without a call (the module's reader is the library's).
+pub(crate) fn type_checking_off() -> bool {
+    TYPE_CHECKING_READER.intact()
+        && !rb::truthy(rb::ivar_get(thrift().module, IVAR_TYPE_CHECKING.get()))
 }
 
 pub fn struct_initialize(ruby: &Ruby, rb_self: Value, args: &[Value]) -> Result<Value, Error> {
