@@ -16,6 +16,33 @@ RSpec.describe "Hot-path ivar access" do
     expect(ThriftNative.__send__(:ivar_access)).to eq(known.fetch(RUBY_VERSION[/\A\d+\.\d+/], "rb_ivar_get"))
   end
 
+  # Ruby 3.1 learns a slot from a value read through rb_ivar_get; a value other ivars share (true in a
+  # FramedTransport's @read and @write) is placed by the ivar's rank among them (rb_ivar_foreach's index order).
+  it "learns the slot of an ivar whose value other ivars share, whatever order the class's ivars were made in" do
+    klass = Class.new do
+      include Thrift::Struct
+      include Thrift::Struct_Union
+      const_set(:FIELDS, { 1 => { type: Thrift::Types::I32, name: "a" }, 2 => { type: Thrift::Types::I32, name: "b" },
+                           3 => { type: Thrift::Types::I32, name: "c" } }.freeze)
+      def struct_fields = self.class::FIELDS
+      def validate; end
+      Thrift::Struct.generate_accessors(self)
+    end
+    expected = ->(a, b, c) { [[8, 1, a], [8, 2, b], [8, 3, c]].select(&:last).map { |t, id, v| [t, 0, id, v].pack("CCCl>") }.join + "\0" }
+    write = lambda do |obj|
+      trans = Thrift::MemoryBufferTransport.new
+      obj.write(Thrift::BinaryProtocolAccelerated.new(trans))
+      trans.read(trans.available)
+    end
+    first = klass.allocate # the class's ivars made in the order c, b, a, all holding 5
+    %i[@c @b @a].each { |ivar| first.instance_variable_set(ivar, 5) }
+    expect(write.call(first)).to eq(expected.call(5, 5, 5))
+    [[1, 2, 3], [7, 7, 9], [4, nil, nil], [6, 6, 6], [1, 2, 3]].each do |a, b, c|
+      obj = klass.new(a: a, b: b, c: c)
+      expect(write.call(obj)).to eq(expected.call(a, b, c)), [a, b, c].inspect
+    end
+  end
+
   it "reads and writes the right ivars for memory buffers of many shapes, taken in turn" do
     bytes = (0..127).map(&:chr).join.b
     transports = Array.new(24) do |i|

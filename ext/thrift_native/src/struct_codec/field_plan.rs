@@ -7,13 +7,13 @@
 //! from. Every Ruby value a plan holds is marked (and so pinned) by one registry object.
 
 use std::cell::UnsafeCell;
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use magnus::prelude::*;
 use magnus::rb_sys::{protect, AsRawValue};
 use magnus::{Error, RHash, Ruby, Value};
 use rb_sys::{ID, VALUE};
+use rustc_hash::FxHashMap;
 
 use thrift_native_core::codec::{FieldDef, Kind, Scalar, StructDef, TypeDesc};
 use thrift_native_core::ttype;
@@ -146,9 +146,11 @@ fn mark_type(t: &TypeInfo, mark: &dyn Fn(VALUE)) {
     }
 }
 
-/// Plans by class. Only touched while holding the GVL, never across a call into Ruby.
+/// Plans by class. Only touched while holding the GVL, never across a call into Ruby. Looked up several times per
+/// RPC call (each struct made, read or written): keyed by the class VALUE, a pointer no one chooses, with a fast
+/// non-cryptographic hash.
 struct Registry {
-    by_class: UnsafeCell<HashMap<VALUE, &'static ClassPlan>>,
+    by_class: UnsafeCell<FxHashMap<VALUE, &'static ClassPlan>>,
     all: UnsafeCell<Vec<&'static ClassPlan>>,
 }
 
@@ -157,7 +159,7 @@ struct Registry {
 unsafe impl Sync for Registry {}
 
 static REGISTRY: std::sync::LazyLock<Registry> = std::sync::LazyLock::new(|| Registry {
-    by_class: UnsafeCell::new(HashMap::new()),
+    by_class: UnsafeCell::new(FxHashMap::default()),
     all: UnsafeCell::new(Vec::new()),
 });
 

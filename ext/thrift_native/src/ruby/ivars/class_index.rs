@@ -4,7 +4,7 @@
 
 use std::sync::atomic::Ordering;
 
-use rb_sys::{ruby_value_type, RObject, VALUE};
+use rb_sys::{ruby_value_type, RObject, ID, VALUE};
 
 use super::{unique_slot, IvarSlot, Place, UNKNOWN};
 use crate::ruby::rb;
@@ -63,10 +63,56 @@ impl IvarSlot {
         // SAFETY: `obj` is a live T_OBJECT; only indices below its ivar count are read.
         let found = unsafe {
             let (ptr, len) = ivars(obj);
-            unique_slot(ptr, len as usize, v)
+            unique_slot(ptr, len as usize, v).or_else(|| ranked_slot(obj, self.id(), v, ptr, len))
         };
         if let Some(i) = found {
             self.index.store(i as u32, Ordering::Relaxed);
         }
     }
+}
+
+/// The slot of ivar `id`, holding `v`, where other ivars hold `v` too (FramedTransport's `@read` and `@write`, both
+/// true): `rb_ivar_foreach` walks a T_OBJECT's ivars in index order (the class's iv_index_tbl, in insertion order,
+/// each entry's index the table's size when it was added), skipping only unset ones, so `id`'s rank among the ivars
+/// holding `v` is its slot's rank among the slots holding `v`.
+///
+/// # Safety
+/// `obj` must be a live T_OBJECT whose ivar array is (`ptr`, `len`).
+unsafe fn ranked_slot(obj: VALUE, id: ID, v: VALUE, ptr: *const VALUE, len: u32) -> Option<usize> {
+    struct Rank {
+        id: ID,
+        v: VALUE,
+        before: usize,
+        found: bool,
+    }
+    unsafe extern "C" fn each(name: ID, val: VALUE, arg: rb_sys::st_data_t) -> std::os::raw::c_int {
+        // SAFETY: `arg` is the `Rank` on ranked_slot's stack, alive for the walk.
+        let rank = unsafe { &mut *(arg as *mut Rank) };
+        if val != rank.v {
+            return rb_sys::st_retval::ST_CONTINUE as _;
+        }
+        if name == rank.id {
+            rank.found = true;
+            return rb_sys::st_retval::ST_STOP as _;
+        }
+        rank.before += 1;
+        rb_sys::st_retval::ST_CONTINUE as _
+    }
+    let mut rank = Rank {
+        id,
+        v,
+        before: 0,
+        found: false,
+    };
+    // SAFETY: `obj` is a live T_OBJECT; the callback only compares what it is handed (no Ruby code, no allocation).
+    unsafe {
+        rb_sys::rb_ivar_foreach(obj, Some(each), &mut rank as *mut Rank as rb_sys::st_data_t)
+    };
+    if !rank.found {
+        return None;
+    }
+    // SAFETY: indices below `len` (the caller's ivar count).
+    (0..len as usize)
+        .filter(|&i| unsafe { *ptr.add(i) } == v)
+        .nth(rank.before)
 }
