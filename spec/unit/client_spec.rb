@@ -26,6 +26,22 @@ RSpec.describe "Thrift::Client" do
     label = +"held?"
     client.send_message("ping", CodecTest::Leaf, id: 6, label: label)
     expect(ObjectSpace.each_object(CodecTest::Leaf).select { |leaf| leaf.label.equal?(label) }).to eq([])
+    # What ObjectSpace lets code do to the reused instance changes nothing a call writes: a field set between calls,
+    # the instance frozen or extended (a new instance replaces it).
+    reused = -> { ObjectSpace.each_object(CodecTest::Leaf).select { |leaf| leaf.id.nil? && leaf.label.nil? } }
+    sent = lambda do |args|
+      trans.read(trans.available)
+      client.send_message("ping", CodecTest::Leaf, args)
+      trans.read(trans.available)
+    end
+    plain = sent.call(id: 9)
+    reused.call.each { |leaf| leaf.label = "meddled" }
+    expect(sent.call(id: 9)).to eq(plain)
+    reused.call.each(&:freeze)
+    expect(sent.call(id: 9)).to eq(plain)
+    reused.call.each { |leaf| leaf.extend(Module.new) unless leaf.frozen? }
+    expect(sent.call(id: 9)).to eq(plain)
+    expect(allocations { client.send_message("ping", CodecTest::Leaf, id: 5) }).to eq(1)
     # An args class with a setter of its own gets a new instance per call, as before.
     own_setter = Class.new(CodecTest::Leaf) do
       def id=(value)

@@ -8,7 +8,8 @@
 //!
 //! [`ReusedArgs`]: the client's call arguments set on, and written from, one instance of the args class that the
 //! class's plan keeps, where a new instance would be made, set and written without any Ruby code seeing it: no
-//! struct per call. `ObjectSpace.each_object(args_class)` finds that instance (its fields nil between calls).
+//! struct per call. `ObjectSpace.each_object(args_class)` finds that instance (its fields nil between calls, set
+//! afresh by each call; frozen or extended there, it is replaced by a new one).
 
 use std::sync::atomic::Ordering;
 
@@ -241,6 +242,10 @@ impl ReusedArgs {
             return Ok(None);
         }
         let mut obj = instance.obj.load(Ordering::Relaxed) as VALUE;
+        // Reachable through ObjectSpace, it may have been frozen or extended since: then a new one replaces it.
+        if obj != 0 && !untouched(obj, plan) {
+            obj = 0;
+        }
         if obj == 0 {
             // SAFETY: protected; `args_class` is a class with a plan (its instances are T_OBJECTs).
             match magnus::rb_sys::protect(|| unsafe { rb_sys::rb_obj_alloc(args_class) }) {
@@ -253,6 +258,9 @@ impl ReusedArgs {
             instance.obj.store(obj as usize, Ordering::Relaxed);
         }
         let fields = plan.def.fields();
+        for f in fields {
+            rb::ivar_set_unfrozen(obj, f.extra.ivar, rb::QNIL);
+        }
         for (&(_, value), &i) in pairs[..n].iter().zip(&named) {
             rb::ivar_set_unfrozen(obj, fields[i].extra.ivar, value);
         }
@@ -283,9 +291,19 @@ impl Drop for ReusedArgs {
         if self.given_up {
             return;
         }
-        for f in self.plan.def.fields() {
-            rb::ivar_set_unfrozen(self.obj, f.extra.ivar, rb::QNIL);
+        let instance = &self.plan.args_instance;
+        if untouched(self.obj, self.plan) {
+            for f in self.plan.def.fields() {
+                rb::ivar_set_unfrozen(self.obj, f.extra.ivar, rb::QNIL);
+            }
+        } else {
+            instance.obj.store(0, Ordering::Relaxed);
         }
-        self.plan.args_instance.busy.store(false, Ordering::Relaxed);
+        instance.busy.store(false, Ordering::Relaxed);
     }
+}
+
+/// The reused instance is still a plain, unfrozen instance of its class (nothing froze or extended it).
+fn untouched(obj: VALUE, plan: &ClassPlan) -> bool {
+    rb::heap_class(obj) == Some(plan.class) && !rb::is_frozen(obj)
 }
