@@ -190,6 +190,14 @@ CASES = {
     $hook = -> { klass.define_method(:write) { |prot| ($made << [:write, n, s]) && super(prot) } }
     [c.send_message("a", klass, n: 2, s: "two"), c.send_message("b", klass, n: 3), $made]
   }],
+  "send_message, next_seqid! extends the args object found through ObjectSpace" => [{ klass: SeqidHookClient }, lambda { |c|
+    $made = []
+    klass = Class.new(Args)
+    c.send_message("warm", klass, n: 1)
+    extension = Module.new { def write(prot) = ($made << [:extended, n]) && super }
+    $hook = -> { ObjectSpace.each_object(klass) { |o| o.extend(extension) unless o.n.nil? } }
+    [c.send_message("a", klass, n: 2), c.send_message("b", klass, n: 3), $made]
+  }],
   "send_message, repeated and overwritten keys" => [{}, lambda { |c|
     [c.send_message("a", Args, n: 1, s: "one"), c.send_message("b", Args, { n: 2, "n" => 3 }), c.send_message("c", Args)]
   }],

@@ -272,10 +272,15 @@ impl ReusedArgs {
     }
 
     /// `data.write(prot)`. Where Ruby code run since [`ReusedArgs::fill`] (master's `next_seqid!`) changed the class's
-    /// `write` or `validate`, the instance is the library's to write, and given up: it is never reused.
+    /// `write` or `validate`, or extended the instance, the instance is the library's to write, and given up: it is
+    /// never reused.
     pub(crate) fn write(&mut self, prot: VALUE) -> Result<(), Error> {
         let found = self.plan.owners_now()?;
-        if super::CODEC.intact() && found.plain_codec() && found.empty_validate() {
+        if super::CODEC.intact()
+            && found.plain_codec()
+            && found.empty_validate()
+            && rb::heap_class(self.obj) == Some(self.plan.class)
+        {
             return write_planned(self.obj, self.plan, prot);
         }
         self.given_up = true;
