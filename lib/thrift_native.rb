@@ -36,6 +36,7 @@ else
   require ours
 end
 require_relative "thrift_native/gzip_writer"
+require_relative "thrift_native/gzip_reader"
 require_relative "thrift_native/field_setters"
 
 module ThriftNative

@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require "zlib"
+require_relative "gzip_file"
 
 module ThriftNative
   # A Zlib::GzipWriter work-alike: same API, same header bytes, same exceptions (Zlib's own classes), faster
@@ -19,46 +20,20 @@ module ThriftNative
 
       io, level, strategy = args
       __setup(io, level, strategy, opts && GzipWriter.__conversion_target(opts))
-      if io.respond_to?(:path)
-        begin
-          path = io.path
-          define_singleton_method(:path) { path }
-        rescue IOError
-          nil
-        end
-      end
+      GzipFile.define_path(self, io)
     end
 
     class << self
       # Calls new(*args, **kw); with a block, yields the writer and closes it (and its io) at the end unless the
       # block already closed or finished it, returning the block's value.
-      def wrap(*args, **kw)
+      def wrap(*args, **kw, &block)
         gz = new(*args, **kw)
-        return gz unless block_given?
-
-        begin
-          yield gz
-        ensure
-          gz.close if gz.send(:__stream_ready?)
-        end
+        GzipFile.yield_and_close(gz, &block)
       end
 
-      # Opens `filename` with "wb" and wraps it; the File is closed if `new` raises.
+      # Opens `filename` with "wb" and wraps it; the File is closed if initialize raises.
       def open(filename, *args, **kw, &block)
-        file = File.open(filename, "wb")
-        begin
-          gz = new(file, *args, **kw)
-        rescue Exception # rubocop:disable Lint/RescueException
-          file.close
-          raise
-        end
-        return gz unless block
-
-        begin
-          block.call(gz)
-        ensure
-          gz.close if gz.send(:__stream_ready?)
-        end
+        GzipFile.open(self, filename, "wb", args, kw, &block)
       end
 
       # The Encoding written Strings are converted to, as IO#set_encoding reads these options (the external

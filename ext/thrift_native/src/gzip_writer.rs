@@ -33,6 +33,7 @@ use rb_sys::VALUE;
 use thrift_native_core::gzip;
 use thrift_native_core::gzip::deflate::{self, Deflate, ZError, Z_NO_FLUSH, Z_SYNC_FLUSH};
 
+use crate::ruby::held;
 use crate::ruby::names::{CLOSE, FLUSH};
 use crate::ruby::rb::{self, QNIL};
 
@@ -205,18 +206,11 @@ impl GzipWriter {
 
 impl DataTypeFunctions for GzipWriter {
     fn mark(&self, marker: &Marker) {
-        for cell in self.values() {
-            // SAFETY: the cell holds a live VALUE (or an immediate), kept alive by this very mark.
-            marker.mark_movable(unsafe { rb::value(cell.get()) });
-        }
+        held::mark(&self.values(), marker);
     }
 
     fn compact(&self, compactor: &Compactor) {
-        for cell in self.values() {
-            // SAFETY: as in mark; rb_gc_location answers the object's new address.
-            let moved = compactor.location(unsafe { rb::value(cell.get()) });
-            cell.set(moved.as_raw());
-        }
+        held::compact(&self.values(), compactor);
     }
 
     fn size(&self) -> usize {
@@ -310,21 +304,7 @@ fn write(rb_self: This, args: &[Value]) -> Result<usize, Error> {
 
 fn putc(rb_self: This, ch: Value) -> Result<Value, Error> {
     rb_self.state.borrow().check_ready()?;
-    let raw = ch.as_raw();
-    // NUM2CHR: a String's first byte, else NUM2INT & 0xff.
-    // SAFETY: `raw` is a String when is_string says so, and a non-empty one has a first byte.
-    let byte = if rb::is_string(raw) && unsafe { rb::str_len(raw) } >= 1 {
-        // SAFETY: as above; the byte is copied out at once.
-        unsafe { rb::str_bytes(raw)[0] }
-    } else {
-        let mut n = 0;
-        // SAFETY: protect catches the TypeError for nil or "".
-        protect(|| unsafe {
-            n = rb_sys::rb_num2int(raw);
-            QNIL
-        })?;
-        (n & 0xff) as u8
-    };
+    let byte = rb::num2chr(ch.as_raw())?;
     rb_self.write_input(Input::Bytes(&[byte]))?;
     Ok(ch)
 }
@@ -533,24 +513,14 @@ fn set_comment(rb_self: This, s: Value) -> Result<Value, Error> {
     Ok(s)
 }
 
-fn dup_or_nil(v: VALUE) -> Result<Value, Error> {
-    if rb::is_nil(v) {
-        return Ok(Ruby::get().expect("Ruby thread").qnil().as_value());
-    }
-    // SAFETY: `v` is a String held by the writer; rb_str_dup only allocates.
-    let dup = protect(|| unsafe { rb_sys::rb_str_dup(v) })?;
-    // SAFETY: a String just made, held on this stack.
-    Ok(unsafe { rb::value(dup) })
-}
-
 fn orig_name(rb_self: This) -> Result<Value, Error> {
     rb_self.state.borrow().check_ready()?;
-    dup_or_nil(rb_self.orig_name.get())
+    rb::dup_or_nil(rb_self.orig_name.get())
 }
 
 fn comment(rb_self: This) -> Result<Value, Error> {
     rb_self.state.borrow().check_ready()?;
-    dup_or_nil(rb_self.comment.get())
+    rb::dup_or_nil(rb_self.comment.get())
 }
 
 fn nogvl_threshold() -> usize {
@@ -562,26 +532,18 @@ fn set_nogvl_threshold(bytes: usize) -> usize {
     bytes
 }
 
-fn lookup(ruby: &Ruby, path: &str) -> Result<Value, Error> {
-    let mut v: Value = ruby.class_object().as_value();
-    for name in path.split("::") {
-        v = v.funcall("const_get", (ruby.str_new(name),))?;
-    }
-    rb::pin_forever(v.as_raw());
-    Ok(v)
-}
-
 pub fn init(ruby: &Ruby, namespace: RModule) -> Result<(), Error> {
     // SAFETY: protect catches a LoadError from require.
     protect(|| unsafe { rb_sys::rb_require(c"zlib".as_ptr()) })?;
-    let zlib_os_code = lookup(ruby, "Zlib::OS_CODE")
-        .and_then(u8::try_convert)
-        .unwrap_or(3);
+    let zlib_os_code = rb::pinned_constant("Zlib::OS_CODE")
+        .ok()
+        .and_then(rb::fixnum_value)
+        .map_or(3, |code| code as u8);
     let g = Globals {
-        gzip_error: lookup(ruby, "Zlib::GzipFile::Error")?.as_raw(),
-        buf_error: lookup(ruby, "Zlib::BufError")?.as_raw(),
-        stream_error: lookup(ruby, "Zlib::StreamError")?.as_raw(),
-        in_progress_error: lookup(ruby, "Zlib::InProgressError")?.as_raw(),
+        gzip_error: rb::pinned_constant("Zlib::GzipFile::Error")?,
+        buf_error: rb::pinned_constant("Zlib::BufError")?,
+        stream_error: rb::pinned_constant("Zlib::StreamError")?,
+        in_progress_error: rb::pinned_constant("Zlib::InProgressError")?,
         os_code: zlib_os_code,
     };
     let _ = GLOBALS.set(g);

@@ -5,6 +5,7 @@
 
 #![warn(clippy::undocumented_unsafe_blocks)]
 
+mod gzip_reader;
 mod gzip_writer;
 mod protocols;
 mod rpc;
@@ -66,6 +67,7 @@ fn define_everything(ruby: &Ruby, namespace: RModule) -> Result<(), Error> {
     registry::finish();
     defined?;
     gzip_writer::init(ruby, namespace)?;
+    gzip_reader::init(ruby, namespace)?;
     // Private: only lib/thrift_native.rb's hooks call them.
     let singleton = namespace.singleton_class()?;
     singleton.define_private_method("method_changed", method!(method_changed, 2))?;

@@ -228,6 +228,41 @@ impl Inflate {
         })
     }
 
+    /// Inflates from `input` into the spare capacity of `out` (at least `room` bytes of it, reserved here; more if
+    /// `out` already has it: memory held is filled, none is allocated beyond `room`), appending what it makes.
+    /// Unlike [`Inflate::inflate`] it leaves [`Inflate::crc`] alone: for a caller that checksums the bytes as it
+    /// hands them out (the reader, whose `crc` is of those), so that no byte is checksummed twice.
+    pub fn inflate_vec(
+        &mut self,
+        input: &[u8],
+        out: &mut Vec<u8>,
+        room: usize,
+    ) -> Result<Step, DataError> {
+        if self.ended || room == 0 {
+            return Ok(Step {
+                consumed: 0,
+                produced: 0,
+                stream_end: self.ended,
+            });
+        }
+        out.reserve(room);
+        let (in_before, out_before) = (self.stream.total_in(), self.stream.total_out());
+        let status = self
+            .stream
+            .decompress_vec(input, out, FlushDecompress::Sync)
+            .map_err(|e| DataError(e.message().unwrap_or("invalid compressed data").to_owned()));
+        let consumed = (self.stream.total_in() - in_before) as usize;
+        let produced = (self.stream.total_out() - out_before) as usize;
+        if let Status::StreamEnd = status? {
+            self.ended = true;
+        }
+        Ok(Step {
+            consumed,
+            produced,
+            stream_end: self.ended,
+        })
+    }
+
     /// True once the deflate stream has ended.
     pub fn ended(&self) -> bool {
         self.ended

@@ -1,10 +1,12 @@
 //! Gzip as Ruby's `Zlib::GzipWriter` writes it: the framing (RFC 1952: the header bytes for a given mtime, level,
 //! original name, comment and OS code, the XFL rule, the 8-byte footer) here, and the deflate body in [`deflate`]:
 //! a raw deflate stream (window 15, memLevel 8) with zlib's answers to every flush mode, before and after FINISH.
-//! The reader side, as `Zlib::GzipReader` reads a member, in [`inflate`].
+//! The reader side, as `Zlib::GzipReader` reads a member: the header and the body in [`inflate`], the buffers and
+//! the checks around them in [`reader`].
 
 pub mod deflate;
 pub mod inflate;
+pub mod reader;
 
 /// First two bytes of every gzip member, then CM = 8 (deflate).
 pub const MAGIC_AND_METHOD: [u8; 3] = [0x1f, 0x8b, 0x08];
