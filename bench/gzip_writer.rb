@@ -20,6 +20,7 @@ require "zlib"
 require "json"
 require "benchmark"
 require "fileutils"
+require_relative "gzip_support"
 
 CHUNK = 32 * 1024
 NR = Integer(ENV.fetch("NR", 16_384 * 2))
@@ -30,21 +31,9 @@ RESULTS = { "ruby" => RUBY_DESCRIPTION, "zlib" => Zlib.zlib_version, "started_at
 PATTERN = ((0..255).map(&:chr).join * 128).freeze
 RANDOM_BANK = Array.new(16) { Random.new(_1).bytes(CHUNK).freeze }.freeze
 
-def rss_anon_kb
-  File.read("/proc/self/status")[/^RssAnon:\s+(\d+)/, 1].to_i
-end
-
 def progress(msg)
   $stderr.print(msg)
   $stderr.flush
-end
-
-def table(title, header, rows)
-  widths = header.each_index.map { |i| ([header[i]] + rows.map { |r| r[i] }).map { |c| c.to_s.size }.max }
-  line = ->(cells) { "| " + cells.each_with_index.map { |c, i| c.to_s.rjust(widths[i]) }.join(" | ") + " |" }
-  puts "", "### #{title}", "", line.(header), "|" + widths.map { |w| "-" * (w + 2) }.join("|") + "|"
-  rows.each { |r| puts line.(r) }
-  $stdout.flush
 end
 
 # The writer side of the recipe runs in a fresh child Ruby (`--writer CLASS DATA NR`) that writes the gzip stream to

@@ -7,7 +7,7 @@ module ThriftNative
   # A Zlib::GzipReader work-alike: same API, results, encodings and exceptions (Zlib's own classes), as the loaded
   # Ruby's zlib has them (docs/gzip_reader_contract.md), inflating with flate2 (zlib-rs) and making no garbage per
   # read. The stream methods are native (ext/thrift_native/src/gzip_reader.rs); `new`'s arguments, `open`, `wrap`,
-  # `zcat`, `path` and the loops over single reads live here.
+  # `zcat`, `path` and the loops over single reads (`each_char`, `each_byte`) live here.
   class GzipReader
     include Enumerable
 
@@ -17,20 +17,6 @@ module ThriftNative
     def initialize(io, **opts)
       __setup(io, opts.empty? ? nil : opts)
       GzipFile.define_path(self, io)
-    end
-
-    def readchar
-      c = __getc
-      raise EOFError, "end of file reached" if c.nil?
-
-      c
-    end
-
-    def readbyte
-      b = __getbyte
-      raise EOFError, "end of file reached" if b.nil?
-
-      b
     end
 
     # Yields each character; returns nil (not self), as Zlib's.
@@ -70,8 +56,10 @@ module ThriftNative
 
       # Every member of `io` until io.size, as Zlib's zcat: with a block, yields lines and returns nil; without,
       # returns all of it (binary). `options` reach `new` positionally, as in Zlib (an ArgumentError on Ruby 3).
-      def zcat(io, *options, &block)
-        raise ArgumentError, "wrong number of arguments (given #{options.size + 1}, expected 1..2)" if options.size > 1
+      def zcat(*args, &block)
+        __arity_error(args.size, "1..2") unless (1..2).cover?(args.size)
+
+        io, *options = args
 
         buf = nil
         loop do

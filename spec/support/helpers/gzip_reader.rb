@@ -37,7 +37,9 @@ module GzipReaderHelpers
   def step
     [:ok, shown(yield)]
   rescue StandardError, ScriptError => e
-    [e.class, e.message.lines.first.to_s.chomp, e.respond_to?(:input) ? shown(e.input) : :no_input]
+    # (The message's first line only, error_highlight appends the caller's source; object addresses masked.)
+    message = e.message.lines.first.to_s.chomp.gsub(/0x\h+/, "0x...")
+    [e.class, message, e.message.encoding.name, e.respond_to?(:input) ? shown(e.input) : :no_input]
   end
 
   # An io over `bytes` that records each call Zlib makes of it: readpartial and read (with whether a buffer was
@@ -119,7 +121,8 @@ module GzipReaderHelpers
   end
 
   # Runs `steps` (name => lambda of the reader) on a reader of `klass` over a new `io_kind` io of `bytes`: the
-  # transcript of `new`, each step with the position and lineno after it, and the io's calls.
+  # transcript of `new`, each step with the position and lineno after it, and the io's calls (but for :small_chunks,
+  # where how much a 7-byte chunk inflates to differs by zlib version, and so when the next chunk is read).
   def transcript(klass, bytes, steps, io_kind: :replay, **opts)
     io = make_io(io_kind, bytes)
     gz = nil
@@ -129,7 +132,7 @@ module GzipReaderHelpers
     steps.each do |name, action|
       log << [name, step { action.call(gz) }, step { gz.pos }, step { gz.lineno }]
     end
-    log << [:io, io.respond_to?(:calls) ? io.calls : nil]
+    log << [:io, io.respond_to?(:calls) && io_kind != :small_chunks ? io.calls : nil]
     log << [:close, step { gz.close }, step { gz.closed? }]
     log
   ensure

@@ -74,6 +74,8 @@ RSpec.describe ThriftNative::GzipReader do
         40.times do |seed|
           steps = program(seed, 40)
           steps = steps.reject { |name, _| name == "rewind" } if io_kind == :read_only
+          # readpartial answers what is buffered, which from 7-byte chunks differs by zlib version (below).
+          steps = steps.reject { |name, _| name.start_with?("readpartial") } if io_kind == :small_chunks
           expect_same_transcript(bytes, steps, io_kind: io_kind)
         rescue RSpec::Expectations::ExpectationNotMetError => e
           raise e.exception("#{label}, #{io_kind}, seed #{seed}: #{e.message}")

@@ -8,7 +8,7 @@ use magnus::rb_sys::{protect, AsRawValue};
 use magnus::{method, Error, RClass, Ruby, Value};
 use rb_sys::VALUE;
 
-use super::reading::{arity_error, read_len};
+use super::reading::{arity_error, eof_error, read_len};
 use super::source::{closed_error, drive};
 use super::{check_ready, new_str, GzipReader, This};
 use crate::ruby::rb::{self, QNIL};
@@ -48,7 +48,8 @@ fn request(args: &[Value]) -> Result<Request, Error> {
     #[allow(deprecated)]
     let default_rs = unsafe { rb_sys::rb_rs };
     if args.len() > 2 {
-        return Err(arity_error(args.len(), "0..2"));
+        // rb_scan_args "11" once there is an argument.
+        return Err(arity_error(args.len(), "1..2"));
     }
     let (mut rs, mut lim) = match args {
         [] => (default_rs, QNIL),
@@ -297,11 +298,7 @@ fn gets(rb_self: This, args: &[Value]) -> Result<Value, Error> {
 fn readline(rb_self: This, args: &[Value]) -> Result<Value, Error> {
     let line = gets(rb_self, args)?;
     if line.is_nil() {
-        let ruby = Ruby::get_with(rb_self);
-        return Err(Error::new(
-            ruby.exception_eof_error(),
-            "end of file reached",
-        ));
+        return Err(eof_error());
     }
     Ok(line)
 }

@@ -4,20 +4,24 @@
 
 use magnus::prelude::*;
 use magnus::rb_sys::{protect, AsRawValue};
-use magnus::{method, Error, RClass, Ruby, Value};
+use magnus::{method, Error, RClass, Value};
 use rb_sys::VALUE;
 
-use super::source::{binary, closed_error, drive};
+use super::source::{binary, closed_error, drive, raise};
 use super::{
     check_ready, new_str, with_reader, GzipReader, This, EOF_READS_AHEAD, READ_TAKES_OUTBUF,
 };
 use crate::ruby::rb::{self, QNIL};
 
 fn arg_error(message: String) -> Error {
-    Error::new(
-        Ruby::get().expect("Ruby thread").exception_arg_error(),
-        message,
-    )
+    // SAFETY: rb_eArgError is set at boot and never changes.
+    raise(unsafe { rb_sys::rb_eArgError }, &message)
+}
+
+/// `EOFError "end of file reached"`, as zlib.c raises it.
+pub(super) fn eof_error() -> Error {
+    // SAFETY: rb_eEOFError is set at boot and never changes.
+    raise(unsafe { rb_sys::rb_eEOFError }, "end of file reached")
 }
 
 pub(super) fn arity_error(given: usize, expected: &str) -> Error {
@@ -173,11 +177,7 @@ fn readpartial(rb_self: This, args: &[Value]) -> Result<Value, Error> {
     }
     drive(&rb_self, outbuf, |r| r.fill(1, len))?;
     if at_end(&rb_self, outbuf)? {
-        let ruby = Ruby::get_with(rb_self);
-        return Err(Error::new(
-            ruby.exception_eof_error(),
-            "end of file reached",
-        ));
+        return Err(eof_error());
     }
     let n = len.min(buffered_len(&rb_self)?);
     Ok(rb::returned(take(&rb_self, n, outbuf)?))
@@ -212,13 +212,37 @@ fn getc(rb_self: This) -> Result<Value, Error> {
     Ok(rb::returned(getc_value(&rb_self)?))
 }
 
+/// zlib.c's `gzfile_read(gz, 1)` as an Integer, without its String.
 pub(super) fn getbyte_value(this: &GzipReader) -> Result<VALUE, Error> {
-    let byte = read_len(this, 1, QNIL)?;
-    if rb::is_nil(byte) {
+    drive(this, QNIL, |r| r.fill(1, 1))?;
+    if at_end(this, QNIL)? {
         return Ok(QNIL);
     }
-    // SAFETY: a one-byte String just made, on this stack.
-    Ok(rb::integer(i64::from(unsafe { rb::str_bytes(byte)[0] })))
+    let mut st = this.state.borrow_mut();
+    let reader = st.reader.as_mut().ok_or_else(closed_error)?.get_mut();
+    Ok(rb::integer(i64::from(reader.take(1)[0])))
+}
+
+fn readchar(rb_self: This) -> Result<Value, Error> {
+    check_ready(&rb_self)?;
+    match getc_value(&rb_self)? {
+        QNIL => Err(eof_error()),
+        c => Ok(rb::returned(c)),
+    }
+}
+
+fn readbyte(rb_self: This) -> Result<Value, Error> {
+    check_ready(&rb_self)?;
+    match getbyte_value(&rb_self)? {
+        QNIL => Err(eof_error()),
+        b => Ok(rb::returned(b)),
+    }
+}
+
+/// `__arity_error(given, expected)`: Ruby's ArgumentError for a method the Ruby side defines with a rest argument,
+/// its message made as Ruby's own (`rb_sprintf`).
+fn raise_arity_error(given: usize, expected: String) -> Result<(), Error> {
+    Err(arity_error(given, &expected))
 }
 
 fn getbyte(rb_self: This) -> Result<Value, Error> {
@@ -281,6 +305,9 @@ pub fn define(class: RClass) -> Result<(), Error> {
     class.define_method("readpartial", method!(readpartial, -1))?;
     class.define_method("getc", method!(getc, 0))?;
     class.define_private_method("__getc", method!(getc, 0))?;
+    class.define_method("readchar", method!(readchar, 0))?;
+    class.define_method("readbyte", method!(readbyte, 0))?;
+    class.define_singleton_method("__arity_error", magnus::function!(raise_arity_error, 2))?;
     class.define_method("getbyte", method!(getbyte, 0))?;
     class.define_private_method("__getbyte", method!(getbyte, 0))?;
     class.define_method("ungetc", method!(ungetc, 1))?;

@@ -7,8 +7,7 @@
 //! argument).
 
 use magnus::rb_sys::{protect, AsRawValue};
-use magnus::value::ReprValue;
-use magnus::{Error, ExceptionClass, Ruby, Value};
+use magnus::{Error, Ruby};
 use rb_sys::VALUE;
 use thrift_native_core::gzip::inflate::FooterError;
 use thrift_native_core::gzip::reader::{Progress, ReadError, Reader};
@@ -20,29 +19,38 @@ use crate::ruby::rb::{self, QNIL};
 /// zlib.c's `GZFILE_READ_SIZE`: every read of the io asks for this many bytes.
 pub const CHUNK: usize = 2048;
 
+/// An exception of `class` as zlib.c's `rb_raise` makes one: the message through `rb_sprintf` (so that it has the
+/// encoding Ruby gives such messages), and, for the errors zlib.c raises with unread input, that input as `@input`.
 fn exception(class: VALUE, message: &str, input: Option<&[u8]>) -> Error {
-    // SAFETY: `class` is one of Zlib's exception classes, pinned at load time.
-    let class = unsafe { rb::value(class) };
-    let Some(class) = ExceptionClass::from_value(class) else {
-        return Error::new(
+    let text = std::ffi::CString::new(message).unwrap_or_default();
+    // SAFETY: protected (allocation, and a class whose `exception`/`initialize` could raise); the format and its
+    // argument are NUL-terminated C strings that outlive the call.
+    let made = protect(|| unsafe {
+        let msg = rb_sys::rb_sprintf(c"%s".as_ptr(), text.as_ptr());
+        rb_sys::rb_exc_new_str(class, msg)
+    });
+    let e = match made {
+        Ok(e) => e,
+        Err(error) => return error,
+    };
+    if let Some(input) = input {
+        if let Err(error) = rb::ivar_set(e, IVAR_INPUT.get(), rb::binary_string(input)) {
+            return error;
+        }
+    }
+    // SAFETY: an exception object just made, on this stack.
+    match magnus::Exception::from_value(unsafe { rb::value(e) }) {
+        Some(e) => Error::from(e),
+        None => Error::new(
             Ruby::get().expect("Ruby thread").exception_runtime_error(),
             message.to_owned(),
-        );
-    };
-    let Some(input) = input else {
-        return Error::new(class, message.to_owned());
-    };
-    let made = (|| {
-        let e: Value = class.funcall("new", (message,))?;
-        let bytes = rb::binary_string(input);
-        rb::ivar_set(e.as_raw(), IVAR_INPUT.get(), bytes)?;
-        Ok::<_, Error>(e)
-    })();
-    match made.map(magnus::Exception::from_value) {
-        Ok(Some(e)) => Error::from(e),
-        Ok(None) => Error::new(class, message.to_owned()),
-        Err(e) => e,
+        ),
     }
+}
+
+/// `rb_raise(class, message)`.
+pub fn raise(class: VALUE, message: &str) -> Error {
+    exception(class, message, None)
 }
 
 pub fn closed_error() -> Error {
