@@ -33,7 +33,7 @@ use thrift_native_core::gzip::reader::Reader;
 use crate::ruby::held;
 use crate::ruby::names::CLOSE;
 use crate::ruby::rb::{self, define_rb_intern, QNIL};
-use source::{closed_error, drive};
+use source::{closed_error, drive, wait_idle};
 
 define_rb_intern!(
     IVAR_INPUT => "@input",
@@ -74,6 +74,8 @@ struct State {
     reader: Option<ManuallyTracked<Reader>>,
     lineno: i32,
     sync: bool,
+    /// The reader is out, inflating without the GVL in another thread (`source::fill`); `reader` is None meanwhile.
+    busy: bool,
 }
 
 /// An encoding as zlib.c keeps it: a pointer into Ruby's encoding table, which lives as long as the process (kept
@@ -186,6 +188,7 @@ impl DataTypeFunctions for GzipReader {
 type This = Obj<GzipReader>;
 
 fn check_ready(this: &GzipReader) -> Result<(), Error> {
+    wait_idle(this)?;
     match this.state.borrow().reader {
         Some(_) => Ok(()),
         None => Err(closed_error()),
@@ -259,6 +262,7 @@ fn new_str(this: &GzipReader, bytes: &[u8]) -> Result<VALUE, Error> {
 }
 
 fn close(rb_self: This) -> Result<Value, Error> {
+    wait_idle(&rb_self)?;
     if rb_self.state.borrow().reader.is_none() {
         return Ok(rb::returned(QNIL));
     }
@@ -311,11 +315,13 @@ fn is_closed(rb_self: This) -> bool {
 }
 
 /// Private: true while the stream can still be read or ended (what `wrap`'s ensure checks).
-fn is_stream_ready(rb_self: This) -> bool {
-    rb_self.state.borrow().reader.is_some()
+fn is_stream_ready(rb_self: This) -> Result<bool, Error> {
+    wait_idle(&rb_self)?;
+    Ok(rb_self.state.borrow().reader.is_some())
 }
 
 fn unused(rb_self: This) -> Result<Value, Error> {
+    wait_idle(&rb_self)?;
     let finished = match rb_self.state.borrow().reader.as_ref() {
         None => return Ok(rb::returned(QNIL)),
         Some(r) => r.get().finished(),
@@ -335,6 +341,7 @@ fn unused(rb_self: This) -> Result<Value, Error> {
 /// `io.seek(-n, IO::SEEK_CUR)` back to the start of the body, then everything but the header forgotten; `sync`
 /// and `lineno` too, as zlib.c's `gzfile_reset` clears them.
 fn rewind(rb_self: This) -> Result<i32, Error> {
+    wait_idle(&rb_self)?;
     let n = {
         let st = rb_self.state.borrow();
         st.reader
@@ -344,6 +351,7 @@ fn rewind(rb_self: This) -> Result<i32, Error> {
             .rewind_distance()
     };
     source::seek_back(rb_self.io.get(), n)?;
+    wait_idle(&rb_self)?;
     let mut st = rb_self.state.borrow_mut();
     st.reader
         .as_mut()
@@ -356,6 +364,7 @@ fn rewind(rb_self: This) -> Result<i32, Error> {
 }
 
 fn with_reader<T>(this: &GzipReader, f: impl FnOnce(&Reader, &State) -> T) -> Result<T, Error> {
+    wait_idle(this)?;
     let st = this.state.borrow();
     let reader = st.reader.as_ref().ok_or_else(closed_error)?;
     Ok(f(reader.get(), &st))

@@ -122,6 +122,25 @@ RSpec.describe ThriftNative::GzipReader do
   end
 
   describe "threads" do
+    it "inflates without the GVL while other threads live, another thread's call on it waiting its turn" do
+      data = text_lines(20_000).b
+      gz = described_class.new(StringIO.new(member(data)))
+      sleeper = Thread.new { sleep }
+      pieces = Array.new(4) do
+        Thread.new do
+          out = []
+          while (piece = gz.read(1000))
+            out << piece
+          end
+          out
+        end
+      end.flat_map(&:value)
+      sleeper.kill.join
+      expect(pieces.sum(&:bytesize)).to eq(data.bytesize)
+      expect(pieces.join.bytes.tally).to eq(data.bytes.tally)
+      expect([gz.eof?, gz.read, gz.close.class]).to eq([true, "", StringIO])
+    end
+
     it "reads a pipe in one thread while others run, and many readers at once" do
       results = Array.new(4) do |i|
         Thread.new do

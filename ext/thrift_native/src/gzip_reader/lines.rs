@@ -9,7 +9,7 @@ use magnus::{method, Error, RClass, Ruby, Value};
 use rb_sys::VALUE;
 
 use super::reading::{arity_error, eof_error, read_len};
-use super::source::{closed_error, drive};
+use super::source::{closed_error, drive, fill};
 use super::{check_ready, new_str, GzipReader, This};
 use crate::ruby::rb::{self, QNIL};
 
@@ -145,7 +145,7 @@ fn char_boundary(this: &GzipReader, n: usize) -> Result<usize, Error> {
     if len < -1 {
         let more = (-1 - len) as usize;
         let want = n + more;
-        drive(this, QNIL, |r| r.fill(want, want))?;
+        fill(this, QNIL, want, want)?;
         let (finished, filled) = with_reader(this, |r| (r.finished(), r.buffered().len()))?;
         if finished {
             drive(this, QNIL, |r| r.check_footer())?;
@@ -159,7 +159,7 @@ fn char_boundary(this: &GzipReader, n: usize) -> Result<usize, Error> {
 /// zlib.c's `gzreader_skip_linebreaks`: drops the "\n"s at the front, reading more while that is all there is.
 fn skip_linebreaks(this: &GzipReader) -> Result<(), Error> {
     loop {
-        drive(this, QNIL, |r| r.fill(1, 1))?;
+        fill(this, QNIL, 1, 1)?;
         let done = with_reader(this, |r| {
             if r.finished() {
                 return true;
@@ -194,7 +194,7 @@ fn gets_value(this: &GzipReader, args: &[Value]) -> Result<VALUE, Error> {
     }
     // SAFETY: the separator String is an argument or `$/`, held by the caller's frame or the global.
     let rslen = unsafe { rs.bytes() }.len();
-    drive(this, QNIL, |r| r.fill(rslen, rslen))?;
+    fill(this, QNIL, rslen, rslen)?;
     let (ended, filled) = with_reader(this, |r| (r.body_ended(), r.buffered().len()))?;
     if filled < rslen && ended {
         // The short tail: raw, binary; nil (after the footer check) when there is none.
@@ -226,7 +226,7 @@ fn gets_value(this: &GzipReader, args: &[Value]) -> Result<VALUE, Error> {
             break filled;
         }
         searched = (filled + 1).saturating_sub(rslen);
-        drive(this, QNIL, |r| r.fill(filled + 1, filled + 1))?;
+        fill(this, QNIL, filled + 1, filled + 1)?;
     };
     let n = if multibyte && Some(n) == limit {
         let (ended, filled) = with_reader(this, |r| (r.body_ended(), r.buffered().len()))?;
@@ -249,7 +249,7 @@ fn gets_value(this: &GzipReader, args: &[Value]) -> Result<VALUE, Error> {
 /// `gets(nil)` and `gets(nil, limit)`: the rest of the member, or `limit` bytes of it.
 fn rest(this: &GzipReader, limit: i64, multibyte: bool) -> Result<VALUE, Error> {
     let line = if limit < 0 {
-        drive(this, QNIL, |r| r.fill(usize::MAX, usize::MAX))?;
+        fill(this, QNIL, usize::MAX, usize::MAX)?;
         if with_reader(this, |r| r.finished())? {
             drive(this, QNIL, |r| r.check_footer())?;
             return Ok(QNIL);
@@ -257,7 +257,7 @@ fn rest(this: &GzipReader, limit: i64, multibyte: bool) -> Result<VALUE, Error> 
         take_str(this, usize::MAX)?
     } else {
         let limit = limit as usize;
-        drive(this, QNIL, |r| r.fill(limit, limit))?;
+        fill(this, QNIL, limit, limit)?;
         let (finished, filled) = with_reader(this, |r| (r.finished(), r.buffered().len()))?;
         if finished {
             drive(this, QNIL, |r| r.check_footer())?;

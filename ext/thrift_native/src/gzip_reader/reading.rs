@@ -7,7 +7,7 @@ use magnus::rb_sys::{protect, AsRawValue};
 use magnus::{method, Error, RClass, Value};
 use rb_sys::VALUE;
 
-use super::source::{binary, closed_error, drive, raise};
+use super::source::{binary, closed_error, drive, fill, raise};
 use super::{
     check_ready, new_str, with_reader, GzipReader, This, EOF_READS_AHEAD, READ_TAKES_OUTBUF,
 };
@@ -109,7 +109,7 @@ pub(super) fn read_len(this: &GzipReader, len: usize, outbuf: VALUE) -> Result<V
         clear(outbuf)?;
         return Ok(outbuf);
     }
-    drive(this, outbuf, |r| r.fill(len, len))?;
+    fill(this, outbuf, len, len)?;
     if at_end(this, outbuf)? {
         return Ok(QNIL);
     }
@@ -120,7 +120,7 @@ pub(super) fn read_len(this: &GzipReader, len: usize, outbuf: VALUE) -> Result<V
 /// zlib.c's `gzfile_read_all`: the rest of the member in the reader's encoding; "" (binary, or the emptied
 /// `outbuf`) at the end. Like Zlib's, it lends `outbuf` to the io but returns a new String.
 fn read_all(this: &GzipReader, outbuf: VALUE) -> Result<VALUE, Error> {
-    drive(this, outbuf, |r| r.fill(usize::MAX, usize::MAX))?;
+    fill(this, outbuf, usize::MAX, usize::MAX)?;
     if at_end(this, outbuf)? {
         return if rb::is_nil(outbuf) {
             binary(&[])
@@ -175,7 +175,7 @@ fn readpartial(rb_self: This, args: &[Value]) -> Result<Value, Error> {
         clear(outbuf)?;
         return Ok(rb::returned(outbuf));
     }
-    drive(&rb_self, outbuf, |r| r.fill(1, len))?;
+    fill(&rb_self, outbuf, 1, len)?;
     if at_end(&rb_self, outbuf)? {
         return Err(eof_error());
     }
@@ -187,7 +187,7 @@ fn readpartial(rb_self: This, args: &[Value]) -> Result<Value, Error> {
 pub(super) fn getc_value(this: &GzipReader) -> Result<VALUE, Error> {
     // SAFETY: the encoding is Ruby's, alive for the process; max_enc_len is a plain field.
     let maxlen = unsafe { (*this.enc.get().ptr()).max_enc_len }.max(1) as usize;
-    drive(this, QNIL, |r| r.fill(maxlen, maxlen))?;
+    fill(this, QNIL, maxlen, maxlen)?;
     if finished(this)? {
         check_footer(this, QNIL)?;
         return Ok(QNIL);
@@ -214,7 +214,7 @@ fn getc(rb_self: This) -> Result<Value, Error> {
 
 /// zlib.c's `gzfile_read(gz, 1)` as an Integer, without its String.
 pub(super) fn getbyte_value(this: &GzipReader) -> Result<VALUE, Error> {
-    drive(this, QNIL, |r| r.fill(1, 1))?;
+    fill(this, QNIL, 1, 1)?;
     if at_end(this, QNIL)? {
         return Ok(QNIL);
     }
@@ -295,7 +295,7 @@ fn ungetc(rb_self: This, s: Value) -> Result<Value, Error> {
 fn is_eof(rb_self: This) -> Result<bool, Error> {
     check_ready(&rb_self)?;
     if EOF_READS_AHEAD.load(std::sync::atomic::Ordering::Relaxed) {
-        drive(&rb_self, QNIL, |r| r.fill(1, 1))?;
+        fill(&rb_self, QNIL, 1, 1)?;
     }
     finished(&rb_self)
 }

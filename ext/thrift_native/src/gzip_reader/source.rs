@@ -14,6 +14,7 @@ use thrift_native_core::gzip::reader::{Progress, ReadError, Reader};
 
 use super::{globals, GzipReader, IVAR_INPUT, SEEK, STRING_IO};
 use crate::ruby::names::{READ, READPARTIAL};
+use crate::ruby::nogvl;
 use crate::ruby::rb::{self, QNIL};
 
 /// zlib.c's `GZFILE_READ_SIZE`: every read of the io asks for this many bytes.
@@ -79,13 +80,14 @@ pub fn read_error(e: ReadError) -> Error {
 }
 
 /// Runs `step` on the reader until it answers, reading the io whenever it asks for input. `outbuf` is the caller's
-/// buffer (nil for none), which zlib.c lends the io.
+/// buffer (nil for none), which zlib.c lends the io. The step runs with the GVL held: the header and the footer.
 pub fn drive<T>(
     this: &GzipReader,
     outbuf: VALUE,
     mut step: impl FnMut(&mut Reader) -> Result<Progress<T>, ReadError>,
 ) -> Result<T, Error> {
     loop {
+        wait_idle(this)?;
         let progress = {
             let mut st = this.state.borrow_mut();
             let reader = st.reader.as_mut().ok_or_else(closed_error)?.get_mut();
@@ -96,6 +98,60 @@ pub fn drive<T>(
             Progress::NeedInput => read_chunk(this, outbuf)?,
         }
     }
+}
+
+/// `drive` of the core's `fill(need, want)`: inflates until `need` bytes are buffered or the body ends. While other
+/// Ruby threads are alive, each inflating step runs with the GVL released, as zlib.c runs each inflate, so that
+/// they run meanwhile; a lone thread keeps it (releasing it would only cost time).
+pub fn fill(this: &GzipReader, outbuf: VALUE, need: usize, want: usize) -> Result<(), Error> {
+    loop {
+        wait_idle(this)?;
+        let progress = {
+            let mut st = this.state.borrow_mut();
+            let reader = st.reader.as_mut().ok_or_else(closed_error)?;
+            // SAFETY: rb_thread_alone only reads the VM's thread count.
+            let alone = unsafe { rb_sys::rb_thread_alone() } != 0;
+            if alone || !reader.get().would_inflate(need, want) {
+                reader.get_mut().fill(need, want)
+            } else {
+                let mut taken = st.reader.take().ok_or_else(closed_error)?;
+                st.busy = true;
+                drop(st);
+                let outcome = nogvl::without_gvl(|| taken.get_mut().fill(need, want));
+                let mut st = this.state.borrow_mut();
+                st.reader = Some(taken);
+                st.busy = false;
+                if let Some(raised) = outcome.raised {
+                    return Err(raised);
+                }
+                match outcome.result {
+                    Some(Ok(progress)) => progress,
+                    // The core does not panic (fuzzed); were it to, the reader's state is unknown.
+                    _ => {
+                        st.reader = None;
+                        return Err(raise(globals().gzip_error, "inflate failed"));
+                    }
+                }
+            }
+        };
+        match progress.map_err(read_error)? {
+            Progress::Done(()) => return Ok(()),
+            Progress::NeedInput => read_chunk(this, outbuf)?,
+        }
+    }
+}
+
+/// Waits while another thread inflates this reader's input without the GVL (one chunk: microseconds), as a second
+/// thread waits on zlib.c's mutex in Ruby 3.1; Zlib of Ruby 3.4 raises `Zlib::InProgressError` there instead.
+pub fn wait_idle(this: &GzipReader) -> Result<(), Error> {
+    while this.state.borrow().busy {
+        // SAFETY: protected: rb_thread_schedule switches threads and may run interrupts that raise.
+        protect(|| unsafe {
+            rb_sys::rb_thread_schedule();
+            QNIL
+        })?;
+    }
+    Ok(())
 }
 
 /// One read of the io, handed to the reader (or its end, as the reader's end of input).
@@ -125,6 +181,7 @@ fn read_chunk(this: &GzipReader, outbuf: VALUE) -> Result<(), Error> {
         }
         Err(e) => return Err(e),
     };
+    wait_idle(this)?;
     let mut st = this.state.borrow_mut();
     let reader = st.reader.as_mut().ok_or_else(closed_error)?.get_mut();
     // zlib.c loops forever on "" (an io that never blocks nor ends); here it ends the input.

@@ -213,6 +213,14 @@ impl Reader {
         }
     }
 
+    /// Whether [`Reader::fill`] with these arguments would inflate (rather than answer at once or ask for input):
+    /// for a caller that runs the inflating ones with Ruby's GVL released.
+    pub fn would_inflate(&self, need: usize, want: usize) -> bool {
+        self.input_at < self.input.len()
+            && !self.inflate.ended()
+            && self.buffered().len() < want.max(need)
+    }
+
     /// The inflated bytes not yet handed out.
     pub fn buffered(&self) -> &[u8] {
         &self.out[self.out_at..]
