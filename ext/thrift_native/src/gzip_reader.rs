@@ -248,16 +248,20 @@ fn set_encodings(this: &GzipReader, opts: VALUE) -> Result<(), Error> {
 fn new_str(this: &GzipReader, bytes: &[u8]) -> Result<VALUE, Error> {
     let (enc, enc2) = (this.enc.get(), this.enc2.get());
     let (enc, enc2_ptr) = (enc.ptr(), enc2.ptr());
-    let (ecflags, ecopts) = (this.ecflags.get(), this.ecopts.get());
-    // SAFETY: protected (allocation, and the converter's own errors); the encodings are Ruby's, alive for the
-    // process; `bytes` is copied before any Ruby code could run.
-    protect(|| unsafe {
-        if enc2.is_none() {
+    if enc2.is_none() {
+        // SAFETY: rb_enc_str_new copies `bytes` and tags the copy; like rb_str_new (rb::binary_string) it allocates
+        // but raises nothing for lengths that fit in memory. The encoding is Ruby's, alive for the process. The
+        // line reads' hot path: no protect frame per line.
+        return Ok(unsafe {
             rb_sys::rb_enc_str_new(bytes.as_ptr() as *const _, bytes.len() as _, enc)
-        } else {
-            let raw = rb_sys::rb_str_new(bytes.as_ptr() as *const _, bytes.len() as _);
-            rb_sys::rb_str_conv_enc_opts(raw, enc2_ptr, enc, ecflags, ecopts)
-        }
+        });
+    }
+    let (ecflags, ecopts) = (this.ecflags.get(), this.ecopts.get());
+    // SAFETY: protected (the converter's own errors); the encodings are Ruby's, alive for the process; `bytes` is
+    // copied before any Ruby code could run.
+    protect(|| unsafe {
+        let raw = rb_sys::rb_str_new(bytes.as_ptr() as *const _, bytes.len() as _);
+        rb_sys::rb_str_conv_enc_opts(raw, enc2_ptr, enc, ecflags, ecopts)
     })
 }
 

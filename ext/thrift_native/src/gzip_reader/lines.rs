@@ -207,14 +207,11 @@ fn gets_value(this: &GzipReader, args: &[Value]) -> Result<VALUE, Error> {
     let mut searched = 0;
     let n = loop {
         let (found, filled, ended) = with_reader(this, |r| {
-            let buf = r.buffered();
-            let window = limit.map_or(buf.len(), |l| l.min(buf.len()));
+            let filled = r.buffered().len();
+            let window = limit.map_or(filled, |l| l.min(filled));
             // SAFETY: as above.
-            let sep = unsafe { rs.bytes() };
-            let found = (window >= sep.len())
-                .then(|| find(&buf[searched..window], sep).map(|at| searched + at + sep.len()))
-                .flatten();
-            (found, buf.len(), r.body_ended())
+            let found = r.find_after(unsafe { rs.bytes() }, searched.min(window), window);
+            (found, filled, r.body_ended())
         })?;
         if let Some(n) = found {
             break n;
@@ -272,18 +269,6 @@ fn rest(this: &GzipReader, limit: i64, multibyte: bool) -> Result<VALUE, Error> 
     };
     bump_lineno(this);
     Ok(line)
-}
-
-/// The first occurrence of `sep` in `hay`.
-fn find(hay: &[u8], sep: &[u8]) -> Option<usize> {
-    match sep {
-        [b] => memchr_byte(hay, *b),
-        _ => hay.windows(sep.len()).position(|w| w == sep),
-    }
-}
-
-fn memchr_byte(hay: &[u8], b: u8) -> Option<usize> {
-    hay.iter().position(|&x| x == b)
 }
 
 fn gets(rb_self: This, args: &[Value]) -> Result<Value, Error> {

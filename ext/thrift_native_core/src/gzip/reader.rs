@@ -8,8 +8,6 @@
 //! chunk inflates to less than that, so what is buffered, the io's position and the point an error surfaces are
 //! Zlib's; a chunk of a bomb inflates only as far as it is read (Zlib's reader buffers all of it at once).
 
-use flate2::Crc;
-
 use super::inflate::{
     parse_header, DataError, FooterError, GzipHeader, HeaderError, HeaderParse, Inflate,
 };
@@ -59,8 +57,10 @@ pub struct Reader {
     out: Vec<u8>,
     out_at: usize,
     /// CRC-32 of the bytes handed out, skipping the next `unget` bytes (pushed back by the user), as zlib.c's
-    /// `gz->crc`.
-    crc: Crc,
+    /// `gz->crc`; those from `crc_at` to `out_at` are still to be added, in one stretch (a line at a time costs
+    /// more than the lines' bytes).
+    crc: u32,
+    crc_at: usize,
     unget: usize,
     footer_checked: bool,
     /// 8 once the footer is consumed: zlib.c counts it into `total_in` "to rewind correctly".
@@ -89,7 +89,8 @@ impl Reader {
             inflate: Inflate::new(),
             out: Vec::new(),
             out_at: 0,
-            crc: Crc::new(),
+            crc: 0,
+            crc_at: 0,
             unget: 0,
             footer_checked: false,
             footer_counted: 0,
@@ -180,6 +181,8 @@ impl Reader {
         if self.out_at == 0 {
             return;
         }
+        self.flush_crc();
+        self.crc_at = 0;
         if self.out_at == self.out.len() {
             self.out.clear();
             if self.out.capacity() > Self::OUT_KEEP {
@@ -221,6 +224,18 @@ impl Reader {
             && self.buffered().len() < want.max(need)
     }
 
+    /// Where `sep` first occurs in the buffered bytes from `from` up to `end` (both offsets into
+    /// [`Reader::buffered`], `end` at most its length): the offset just past it. The line reads' search.
+    pub fn find_after(&self, sep: &[u8], from: usize, end: usize) -> Option<usize> {
+        let hay = self.buffered().get(from..end)?;
+        let at = match sep {
+            [] => return None,
+            [b] => memchr::memchr(*b, hay),
+            _ => memchr::memmem::find(hay, sep),
+        }?;
+        Some(from + at + sep.len())
+    }
+
     /// The inflated bytes not yet handed out.
     pub fn buffered(&self) -> &[u8] {
         &self.out[self.out_at..]
@@ -240,20 +255,30 @@ impl Reader {
     pub fn take(&mut self, n: usize) -> &[u8] {
         let start = self.out_at;
         let n = n.min(self.out.len() - start);
-        self.out_at += n;
-        let taken = &self.out[start..start + n];
-        if n <= self.unget {
-            self.unget -= n;
-        } else {
-            self.crc.update(&taken[self.unget..]);
-            self.unget = 0;
+        if self.unget > 0 {
+            // Pushed-back bytes come first and are not counted again.
+            self.flush_crc();
+            let skip = n.min(self.unget);
+            self.unget -= skip;
+            self.crc_at = start + skip;
         }
-        taken
+        self.out_at += n;
+        &self.out[start..start + n]
+    }
+
+    /// Adds the bytes handed out since the last time to the CRC.
+    fn flush_crc(&mut self) {
+        if self.crc_at < self.out_at {
+            self.crc = zlib_rs::crc32::crc32(self.crc, &self.out[self.crc_at..self.out_at]);
+            self.crc_at = self.out_at;
+        }
     }
 
     /// Pushes `bytes` back in front of the buffered output (`ungetc`/`ungetbyte`): read again next, not counted
     /// again in the CRC.
     pub fn unget(&mut self, bytes: &[u8]) {
+        // The bytes before `out_at` may be overwritten: count them first.
+        self.flush_crc();
         if self.out_at >= bytes.len() {
             self.out_at -= bytes.len();
             self.out[self.out_at..self.out_at + bytes.len()].copy_from_slice(bytes);
@@ -261,6 +286,7 @@ impl Reader {
             self.out
                 .splice(self.out_at..self.out_at, bytes.iter().copied());
         }
+        self.crc_at = self.out_at;
         self.unget += bytes.len();
     }
 
@@ -284,7 +310,7 @@ impl Reader {
         self.footer_counted = FOOTER_LEN as u64;
         let crc = u32::from_le_bytes([footer[0], footer[1], footer[2], footer[3]]);
         let len = u32::from_le_bytes([footer[4], footer[5], footer[6], footer[7]]);
-        if crc != self.crc.sum() {
+        if crc != self.crc() {
             return Err(ReadError::Footer(FooterError::Crc));
         }
         if len != self.inflate.total_out() as u32 {
@@ -305,7 +331,7 @@ impl Reader {
 
     /// CRC-32 of the bytes handed out so far.
     pub fn crc(&self) -> u32 {
-        self.crc.sum()
+        zlib_rs::crc32::crc32(self.crc, &self.out[self.crc_at..self.out_at])
     }
 
     /// `pos`: bytes inflated minus bytes buffered; negative after pushing back more than was read.
@@ -326,7 +352,8 @@ impl Reader {
         self.at_eof = false;
         self.out.clear();
         self.out_at = 0;
-        self.crc.reset();
+        self.crc = 0;
+        self.crc_at = 0;
         self.unget = 0;
         self.footer_checked = false;
         self.footer_counted = 0;

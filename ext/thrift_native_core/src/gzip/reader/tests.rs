@@ -75,7 +75,7 @@ fn reads_a_member_in_any_steps_and_checks_its_footer() {
 }
 
 fn flate2_crc(data: &[u8]) -> u32 {
-    let mut c = Crc::new();
+    let mut c = flate2::Crc::new();
     c.update(data);
     c.sum()
 }
