@@ -20,6 +20,7 @@ use std::sync::OnceLock;
 mod lines;
 mod reading;
 mod source;
+mod transcode;
 
 use magnus::gc::{Compactor, Marker};
 use magnus::prelude::*;
@@ -47,6 +48,8 @@ const INFLATE_STATE_BYTES: usize = 40 * 1024;
 /// Zlib's exception classes, looked up once at load time and pinned.
 struct Globals {
     gzip_error: VALUE,
+    /// `Zlib::InProgressError` (zlib 3.0 on), else `Zlib::GzipFile::Error`.
+    in_progress_error: VALUE,
     data_error: VALUE,
     no_footer: VALUE,
     crc_error: VALUE,
@@ -76,6 +79,8 @@ struct State {
     sync: bool,
     /// The reader is out, inflating without the GVL in another thread (`source::fill`); `reader` is None meanwhile.
     busy: bool,
+    /// The buffers' bytes last reported to Ruby's GC (`rb_gc_adjust_memory_usage`), beside the inflate state.
+    accounted: usize,
 }
 
 /// An encoding as zlib.c keeps it: a pointer into Ruby's encoding table, which lives as long as the process (kept
@@ -118,7 +123,15 @@ pub struct GzipReader {
     enc: Cell<Encoding>,
     enc2: Cell<Encoding>,
     ecflags: Cell<i32>,
+    /// The converter of a transcoding reader (zlib.c's `gz->ec`), used where the external encoding is a dummy one.
+    ec: transcode::Converter,
     state: RefCell<State>,
+}
+
+impl Drop for GzipReader {
+    fn drop(&mut self) {
+        transcode::close(&self.ec);
+    }
 }
 
 impl Default for GzipReader {
@@ -137,6 +150,7 @@ impl Default for GzipReader {
             })),
             enc2: Cell::new(Encoding::NONE),
             ecflags: Cell::new(0),
+            ec: Cell::new(0),
             state: RefCell::new(State::default()),
         }
     }
@@ -198,12 +212,16 @@ fn check_ready(this: &GzipReader) -> Result<(), Error> {
 /// `__setup(io, opts)`: the native half of `initialize`: the encodings (IO's rules, zlib.c's `rb_gzfile_ecopts`,
 /// after the header so that header errors win), then the header, read eagerly.
 fn setup(rb_self: This, io: Value, opts: Value) -> Result<Value, Error> {
+    wait_idle(&rb_self)?;
+    source::forget_accounted(&rb_self);
     *rb_self.state.borrow_mut() = State {
         reader: Some(ManuallyTracked::wrap(Reader::new(), INFLATE_STATE_BYTES)),
         ..State::default()
     };
     rb_self.io.set(io.as_raw());
-    rb_self.lend_scratch.set(source::lends_scratch(io.as_raw()));
+    rb_self
+        .lend_scratch
+        .set(source::lends_scratch(io.as_raw())?);
     drive(&rb_self, QNIL, |r| r.read_header())?;
     let (name, comment) = {
         let st = rb_self.state.borrow();
@@ -236,10 +254,17 @@ fn set_encodings(this: &GzipReader, opts: VALUE) -> Result<(), Error> {
         }
         QNIL
     })?;
+    if enc.is_null() {
+        // `internal_encoding: nil` or "-" leaves no encoding (zlib.c then reads through NULL and crashes): the
+        // default external one, which `new` without options uses.
+        // SAFETY: rb_default_external_encoding only reads a global.
+        enc = unsafe { rb_sys::rb_default_external_encoding() };
+    }
     this.enc.set(Encoding::of(enc));
     this.enc2.set(Encoding::of(enc2));
     this.ecflags.set(ecflags);
     this.ecopts.set(ecopts);
+    transcode::reopen(this);
     Ok(())
 }
 
@@ -248,6 +273,9 @@ fn set_encodings(this: &GzipReader, opts: VALUE) -> Result<(), Error> {
 fn new_str(this: &GzipReader, bytes: &[u8]) -> Result<VALUE, Error> {
     let (enc, enc2) = (this.enc.get(), this.enc2.get());
     let (enc, enc2_ptr) = (enc.ptr(), enc2.ptr());
+    if let Some(ec) = transcode::stream_converter(this) {
+        return transcode::convert(this, ec, bytes);
+    }
     if enc2.is_none() {
         // SAFETY: rb_enc_str_new copies `bytes` and tags the copy; like rb_str_new (rb::binary_string) it allocates
         // but raises nothing for lengths that fit in memory. The encoding is Ruby's, alive for the process. The
@@ -305,6 +333,7 @@ fn end(this: &GzipReader) -> Result<VALUE, Error> {
     } else {
         Ok(())
     };
+    source::forget_accounted(this);
     this.state.borrow_mut().reader = None;
     checked?;
     let io = this.io.get();
@@ -364,6 +393,8 @@ fn rewind(rb_self: This) -> Result<i32, Error> {
         .rewind();
     st.lineno = 0;
     st.sync = false;
+    drop(st);
+    transcode::reopen(&rb_self);
     Ok(0)
 }
 
@@ -459,6 +490,8 @@ pub fn init(ruby: &Ruby, namespace: RModule) -> Result<(), Error> {
     protect(|| unsafe { rb_sys::rb_require(c"zlib".as_ptr()) })?;
     let g = Globals {
         gzip_error: rb::pinned_constant("Zlib::GzipFile::Error")?,
+        in_progress_error: rb::pinned_constant("Zlib::InProgressError")
+            .or_else(|_| rb::pinned_constant("Zlib::GzipFile::Error"))?,
         data_error: rb::pinned_constant("Zlib::DataError")?,
         no_footer: rb::pinned_constant("Zlib::GzipFile::NoFooter")?,
         crc_error: rb::pinned_constant("Zlib::GzipFile::CRCError")?,

@@ -123,5 +123,14 @@ RSpec.describe ThriftNative::GzipReader do
         expect_same_transcript(member(data), steps, **opts)
       end
     end
+    # A dummy external encoding: zlib.c converts through one converter, as a stream (the BOM read once), and
+    # getc converts from the buffered bytes.
+    utf16 = "\uFEFFline one\nline two\nthree \u00e9\n".encode("UTF-16BE").b
+    utf32 = "\uFEFFa\nb\u00e9c\n".encode("UTF-32LE").b
+    dummy_steps = steps + [["rewind", ->(gz) { gz.rewind }], ["getc", ->(gz) { gz.getc }],
+                           ["getc", ->(gz) { gz.getc }], ["each_char", ->(gz) { gz.each_char.to_a }]]
+    [[utf16, "UTF-16:UTF-8"], [utf32, "UTF-32:UTF-8"], [utf16, "UTF-16"], [text, "UTF-16:UTF-8"]].each do |data, enc|
+      expect_same_transcript(member(data), dummy_steps, encoding: enc)
+    end
   end
 end

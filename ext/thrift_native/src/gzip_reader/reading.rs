@@ -7,7 +7,8 @@ use magnus::rb_sys::{protect, AsRawValue};
 use magnus::{method, Error, RClass, Value};
 use rb_sys::VALUE;
 
-use super::source::{binary, closed_error, drive, fill, raise};
+use super::source::{account, binary, closed_error, drive, fill, raise, wait_idle};
+use super::transcode;
 use super::{
     check_ready, new_str, with_reader, GzipReader, This, EOF_READS_AHEAD, READ_TAKES_OUTBUF,
 };
@@ -128,10 +129,16 @@ fn read_all(this: &GzipReader, outbuf: VALUE) -> Result<VALUE, Error> {
             Ok(outbuf)
         };
     }
-    let mut st = this.state.borrow_mut();
-    let reader = st.reader.as_mut().ok_or_else(closed_error)?.get_mut();
-    let n = reader.buffered().len();
-    new_str(this, reader.take(n))
+    let all = {
+        let mut st = this.state.borrow_mut();
+        let reader = st.reader.as_mut().ok_or_else(closed_error)?.get_mut();
+        let n = reader.buffered().len();
+        let all = new_str(this, reader.take(n));
+        reader.trim();
+        all
+    };
+    account(this);
+    all
 }
 
 fn read(rb_self: This, args: &[Value]) -> Result<Value, Error> {
@@ -194,6 +201,11 @@ pub(super) fn getc_value(this: &GzipReader) -> Result<VALUE, Error> {
     }
     let mut st = this.state.borrow_mut();
     let reader = st.reader.as_mut().ok_or_else(closed_error)?.get_mut();
+    if let Some(ec) = transcode::stream_converter(this) {
+        let (c, consumed) = transcode::getc(this, ec, reader.buffered())?;
+        reader.take(consumed);
+        return Ok(c);
+    }
     let buffered = reader.buffered();
     // SAFETY: the pointers bound the buffered bytes; rb_enc_mbclen reads only between them and answers at least 1.
     let len = unsafe {
@@ -250,6 +262,8 @@ fn getbyte(rb_self: This) -> Result<Value, Error> {
     Ok(rb::returned(getbyte_value(&rb_self)?))
 }
 
+/// Pushes `bytes` back; the caller has waited (`wait_idle`) since the last Ruby code ran, and `bytes` may be a
+/// Ruby String's, so nothing here may let a thread switch.
 fn unget(this: &GzipReader, bytes: &[u8]) -> Result<(), Error> {
     let mut st = this.state.borrow_mut();
     st.reader
@@ -263,6 +277,8 @@ fn unget(this: &GzipReader, bytes: &[u8]) -> Result<(), Error> {
 fn ungetbyte(rb_self: This, ch: Value) -> Result<Value, Error> {
     check_ready(&rb_self)?;
     let byte = rb::num2chr(ch.as_raw())?;
+    // The conversion may have run Ruby code, where another thread may have taken the reader out.
+    wait_idle(&rb_self)?;
     unget(&rb_self, &[byte])?;
     Ok(rb::returned(QNIL))
 }
@@ -285,6 +301,8 @@ fn ungetc(rb_self: This, s: Value) -> Result<Value, Error> {
             s
         }
     })?;
+    // The conversion ran Ruby code, where another thread may have taken the reader out.
+    wait_idle(&rb_self)?;
     // SAFETY: `s` is a String on this stack; the slice is copied by unget before any Ruby code runs.
     unget(&rb_self, unsafe { rb::str_bytes(s) })?;
     Ok(rb::returned(QNIL))

@@ -88,12 +88,12 @@ pub fn drive<T>(
 ) -> Result<T, Error> {
     loop {
         wait_idle(this)?;
-        let progress = {
-            let mut st = this.state.borrow_mut();
-            let reader = st.reader.as_mut().ok_or_else(closed_error)?.get_mut();
-            step(reader).map_err(read_error)?
+        // Errors are made after the borrow ends: making one runs Ruby code (`initialize`), where threads may switch.
+        let progress = match this.state.borrow_mut().reader.as_mut() {
+            Some(reader) => step(reader.get_mut()),
+            None => return Err(closed_error()),
         };
-        match progress {
+        match progress.map_err(read_error)? {
             Progress::Done(t) => return Ok(t),
             Progress::NeedInput => read_chunk(this, outbuf)?,
         }
@@ -108,32 +108,43 @@ pub fn fill(this: &GzipReader, outbuf: VALUE, need: usize, want: usize) -> Resul
         wait_idle(this)?;
         let progress = {
             let mut st = this.state.borrow_mut();
-            let reader = st.reader.as_mut().ok_or_else(closed_error)?;
+            let Some(reader) = st.reader.as_mut() else {
+                drop(st);
+                return Err(closed_error());
+            };
             // SAFETY: rb_thread_alone only reads the VM's thread count.
             let alone = unsafe { rb_sys::rb_thread_alone() } != 0;
             if alone || !reader.get().would_inflate(need, want) {
                 reader.get_mut().fill(need, want)
             } else {
-                let mut taken = st.reader.take().ok_or_else(closed_error)?;
+                let Some(mut taken) = st.reader.take() else {
+                    drop(st);
+                    return Err(closed_error());
+                };
                 st.busy = true;
                 drop(st);
                 let outcome = nogvl::without_gvl(|| taken.get_mut().fill(need, want));
-                let mut st = this.state.borrow_mut();
-                st.reader = Some(taken);
-                st.busy = false;
+                let lost = !matches!(outcome.result, Some(Ok(_)));
+                {
+                    let mut st = this.state.borrow_mut();
+                    // The core does not panic (fuzzed); were it to, the reader's state would be unknown: dropped.
+                    st.reader = if lost && outcome.raised.is_none() {
+                        None
+                    } else {
+                        Some(taken)
+                    };
+                    st.busy = false;
+                }
                 if let Some(raised) = outcome.raised {
                     return Err(raised);
                 }
                 match outcome.result {
                     Some(Ok(progress)) => progress,
-                    // The core does not panic (fuzzed); were it to, the reader's state is unknown.
-                    _ => {
-                        st.reader = None;
-                        return Err(raise(globals().gzip_error, "inflate failed"));
-                    }
+                    _ => return Err(raise(globals().gzip_error, "inflate failed")),
                 }
             }
         };
+        account(this);
         match progress.map_err(read_error)? {
             Progress::Done(()) => return Ok(()),
             Progress::NeedInput => read_chunk(this, outbuf)?,
@@ -143,15 +154,55 @@ pub fn fill(this: &GzipReader, outbuf: VALUE, need: usize, want: usize) -> Resul
 
 /// Waits while another thread inflates this reader's input without the GVL (one chunk: microseconds), as a second
 /// thread waits on zlib.c's mutex in Ruby 3.1; Zlib of Ruby 3.4 raises `Zlib::InProgressError` there instead.
+///
+/// The state is free only when no other frame borrows it either (a thread can switch while another holds a borrow
+/// and makes an exception, whose `initialize` is Ruby code). A reader left busy in a forked child, where the thread
+/// that had it out does not exist, is refused with "zlib stream is in progress".
 pub fn wait_idle(this: &GzipReader) -> Result<(), Error> {
-    while this.state.borrow().busy {
+    loop {
+        let busy = match this.state.try_borrow_mut() {
+            Ok(st) => st.busy,
+            Err(_) => true,
+        };
+        if !busy {
+            return Ok(());
+        }
+        // SAFETY: rb_thread_alone only reads the VM's thread count.
+        if unsafe { rb_sys::rb_thread_alone() } != 0 {
+            return Err(raise(
+                globals().in_progress_error,
+                "zlib stream is in progress",
+            ));
+        }
         // SAFETY: protected: rb_thread_schedule switches threads and may run interrupts that raise.
         protect(|| unsafe {
             rb_sys::rb_thread_schedule();
             QNIL
         })?;
     }
-    Ok(())
+}
+
+/// Tells Ruby's GC how much the reader's buffers grew or shrank since it was last told (they follow what is read:
+/// a `read` of everything holds all of it until it is handed out).
+pub fn account(this: &GzipReader) {
+    let mut st = this.state.borrow_mut();
+    let now = st.reader.as_ref().map_or(0, |r| r.get().buffer_bytes());
+    let delta = now as isize - st.accounted as isize;
+    if delta != 0 {
+        st.accounted = now;
+        // SAFETY: rb_gc_adjust_memory_usage only adjusts the malloc counters the GC schedules by; it raises nothing.
+        unsafe { rb_sys::rb_gc_adjust_memory_usage(delta as _) };
+    }
+}
+
+/// Takes back what `account` reported, as the reader is dropped.
+pub fn forget_accounted(this: &GzipReader) {
+    let mut st = this.state.borrow_mut();
+    let accounted = std::mem::take(&mut st.accounted);
+    if accounted != 0 {
+        // SAFETY: as in `account`.
+        unsafe { rb_sys::rb_gc_adjust_memory_usage(-(accounted as isize) as _) };
+    }
 }
 
 /// One read of the io, handed to the reader (or its end, as the reader's end of input).
@@ -160,7 +211,14 @@ fn read_chunk(this: &GzipReader, outbuf: VALUE) -> Result<(), Error> {
     let buf = if !rb::is_nil(outbuf) {
         outbuf
     } else if this.lend_scratch.get() {
-        this.scratch()
+        // Not while another thread's read of the io has it (an IO locks the String it fills): then a new String,
+        // as zlib.c's call makes one.
+        let scratch = this.scratch();
+        if rb::is_refillable_string(scratch, 4 * CHUNK) {
+            scratch
+        } else {
+            QNIL
+        }
     } else {
         QNIL
     };
@@ -183,7 +241,11 @@ fn read_chunk(this: &GzipReader, outbuf: VALUE) -> Result<(), Error> {
     };
     wait_idle(this)?;
     let mut st = this.state.borrow_mut();
-    let reader = st.reader.as_mut().ok_or_else(closed_error)?.get_mut();
+    let Some(reader) = st.reader.as_mut() else {
+        drop(st);
+        return Err(closed_error());
+    };
+    let reader = reader.get_mut();
     // zlib.c loops forever on "" (an io that never blocks nor ends); here it ends the input.
     // SAFETY: `chunk` is a String (checked) on this stack; the slice is dropped before any Ruby code runs.
     if rb::is_nil(chunk) || unsafe { rb::str_len(chunk) } == 0 {
@@ -203,22 +265,26 @@ fn is_a(e: &Error, class: VALUE) -> bool {
     unsafe { rb_sys::rb_obj_is_kind_of(exception.as_raw(), class) == rb::QTRUE }
 }
 
-/// True when `io` fills a buffer it is lent in place: a plain IO, or a StringIO (whose `readpartial` both take the
-/// buffer as their second argument).
-pub fn lends_scratch(io: VALUE) -> bool {
-    if rb::builtin_type(io) == Some(rb_sys::ruby_value_type::RUBY_T_FILE) {
-        return true;
-    }
+/// True when `io` fills a buffer it is lent in place: a plain IO or a StringIO (whose `readpartial` take the buffer
+/// as their second argument), unless its `readpartial` was redefined to take one argument only.
+pub fn lends_scratch(io: VALUE) -> Result<bool, Error> {
+    let plain = rb::builtin_type(io) == Some(rb_sys::ruby_value_type::RUBY_T_FILE);
     let Some(class) = rb::heap_class(io) else {
-        return false;
+        return Ok(false);
     };
-    // SAFETY: rb_cObject is set at boot; rb_const_defined_at and rb_const_get_at only look the constant up (StringIO
-    // is a plain constant, not autoloaded by Ruby itself), and neither raises for a defined constant name.
-    unsafe {
+    let mut lends = false;
+    // SAFETY: protected: looking StringIO up may run an autoload, and method lookup for the arity may call
+    // respond_to_missing?; rb_cObject is set at boot.
+    protect(|| unsafe {
         let object = rb_sys::rb_cObject;
         let id = STRING_IO.get();
-        rb_sys::rb_const_defined_at(object, id) != 0 && rb_sys::rb_const_get_at(object, id) == class
-    }
+        let string_io = plain
+            || (rb_sys::rb_const_defined_at(object, id) != 0
+                && rb_sys::rb_const_get_at(object, id) == class);
+        lends = string_io && rb_sys::rb_obj_method_arity(io, READPARTIAL.get()) != 1;
+        QNIL
+    })?;
+    Ok(lends)
 }
 
 /// What `io.seek(-n, IO::SEEK_CUR)` takes for `rewind`.

@@ -198,6 +198,7 @@ impl Reader {
     /// are buffered or the body has ended; input already read is inflated up to `want` (at least `need`) bytes, as
     /// zlib.c inflates a chunk whole. `need` 0 asks for nothing.
     pub fn fill(&mut self, need: usize, want: usize) -> Result<Progress<()>, ReadError> {
+        self.trim();
         loop {
             if self.input_at < self.input.len() && self.buffered().len() < want.max(need) {
                 let before = (self.input_at, self.buffered().len());
@@ -264,6 +265,14 @@ impl Reader {
         }
         self.out_at += n;
         &self.out[start..start + n]
+    }
+
+    /// Gives back the output buffer's memory beyond [`Self::OUT_KEEP`] once everything in it was handed out (after
+    /// a `read` of a whole member, which held all of it).
+    pub fn trim(&mut self) {
+        if self.out_at == self.out.len() && self.out.capacity() > Self::OUT_KEEP {
+            self.compact_out();
+        }
     }
 
     /// Adds the bytes handed out since the last time to the CRC.

@@ -251,3 +251,25 @@ fn a_data_error_keeps_zlibs_message_on_the_fast_path() {
         Err(ReadError::Data("invalid distance too far back".to_owned()))
     );
 }
+
+#[test]
+fn a_whole_member_handed_out_gives_its_memory_back() {
+    let data = pattern(3 << 20);
+    let bytes = member(&data);
+    let mut r = Reader::new();
+    let mut at = 0;
+    drive(&mut r, &bytes, &mut at, 2048, |r| r.read_header()).unwrap();
+    drive(&mut r, &bytes, &mut at, 2048, |r| {
+        r.fill(usize::MAX, usize::MAX)
+    })
+    .unwrap();
+    assert!(r.buffer_bytes() >= 3 << 20);
+    assert_eq!(r.take(usize::MAX).len(), 3 << 20);
+    r.trim();
+    assert!(
+        r.buffer_bytes() <= Reader::OUT_KEEP + 4096,
+        "{}",
+        r.buffer_bytes()
+    );
+    assert_eq!(r.crc(), flate2_crc(&data));
+}
