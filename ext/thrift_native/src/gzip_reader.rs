@@ -31,6 +31,7 @@ use rb_sys::tracking_allocator::ManuallyTracked;
 use rb_sys::VALUE;
 use thrift_native_core::gzip::reader::Reader;
 
+use crate::ruby::gzip_values;
 use crate::ruby::held;
 use crate::ruby::names::CLOSE;
 use crate::ruby::rb::{self, define_rb_intern, QNIL};
@@ -458,12 +459,12 @@ fn mtime(rb_self: This) -> Result<Value, Error> {
 
 fn orig_name(rb_self: This) -> Result<Value, Error> {
     check_ready(&rb_self)?;
-    rb::dup_or_nil(rb_self.orig_name.get())
+    gzip_values::dup_or_nil(rb_self.orig_name.get())
 }
 
 fn comment(rb_self: This) -> Result<Value, Error> {
     check_ready(&rb_self)?;
-    rb::dup_or_nil(rb_self.comment.get())
+    gzip_values::dup_or_nil(rb_self.comment.get())
 }
 
 fn to_io(rb_self: This) -> Result<Value, Error> {
@@ -489,15 +490,15 @@ pub fn init(ruby: &Ruby, namespace: RModule) -> Result<(), Error> {
     // SAFETY: protect catches a LoadError from require.
     protect(|| unsafe { rb_sys::rb_require(c"zlib".as_ptr()) })?;
     let g = Globals {
-        gzip_error: rb::pinned_constant("Zlib::GzipFile::Error")?,
-        in_progress_error: rb::pinned_constant("Zlib::InProgressError")
-            .or_else(|_| rb::pinned_constant("Zlib::GzipFile::Error"))?,
-        data_error: rb::pinned_constant("Zlib::DataError")?,
-        no_footer: rb::pinned_constant("Zlib::GzipFile::NoFooter")?,
-        crc_error: rb::pinned_constant("Zlib::GzipFile::CRCError")?,
-        length_error: rb::pinned_constant("Zlib::GzipFile::LengthError")?,
-        eof_error: rb::pinned_constant("EOFError")?,
-        no_method_error: rb::pinned_constant("NoMethodError")?,
+        gzip_error: gzip_values::pinned_constant("Zlib::GzipFile::Error")?,
+        in_progress_error: gzip_values::pinned_constant("Zlib::InProgressError")
+            .or_else(|_| gzip_values::pinned_constant("Zlib::GzipFile::Error"))?,
+        data_error: gzip_values::pinned_constant("Zlib::DataError")?,
+        no_footer: gzip_values::pinned_constant("Zlib::GzipFile::NoFooter")?,
+        crc_error: gzip_values::pinned_constant("Zlib::GzipFile::CRCError")?,
+        length_error: gzip_values::pinned_constant("Zlib::GzipFile::LengthError")?,
+        eof_error: gzip_values::pinned_constant("EOFError")?,
+        no_method_error: gzip_values::pinned_constant("NoMethodError")?,
     };
     let _ = GLOBALS.set(g);
 

@@ -33,6 +33,7 @@ use rb_sys::VALUE;
 use thrift_native_core::gzip;
 use thrift_native_core::gzip::deflate::{self, Deflate, ZError, Z_NO_FLUSH, Z_SYNC_FLUSH};
 
+use crate::ruby::gzip_values;
 use crate::ruby::held;
 use crate::ruby::names::{CLOSE, FLUSH};
 use crate::ruby::rb::{self, QNIL};
@@ -304,7 +305,7 @@ fn write(rb_self: This, args: &[Value]) -> Result<usize, Error> {
 
 fn putc(rb_self: This, ch: Value) -> Result<Value, Error> {
     rb_self.state.borrow().check_ready()?;
-    let byte = rb::num2chr(ch.as_raw())?;
+    let byte = gzip_values::num2chr(ch.as_raw())?;
     rb_self.write_input(Input::Bytes(&[byte]))?;
     Ok(ch)
 }
@@ -515,12 +516,12 @@ fn set_comment(rb_self: This, s: Value) -> Result<Value, Error> {
 
 fn orig_name(rb_self: This) -> Result<Value, Error> {
     rb_self.state.borrow().check_ready()?;
-    rb::dup_or_nil(rb_self.orig_name.get())
+    gzip_values::dup_or_nil(rb_self.orig_name.get())
 }
 
 fn comment(rb_self: This) -> Result<Value, Error> {
     rb_self.state.borrow().check_ready()?;
-    rb::dup_or_nil(rb_self.comment.get())
+    gzip_values::dup_or_nil(rb_self.comment.get())
 }
 
 fn nogvl_threshold() -> usize {
@@ -535,15 +536,15 @@ fn set_nogvl_threshold(bytes: usize) -> usize {
 pub fn init(ruby: &Ruby, namespace: RModule) -> Result<(), Error> {
     // SAFETY: protect catches a LoadError from require.
     protect(|| unsafe { rb_sys::rb_require(c"zlib".as_ptr()) })?;
-    let zlib_os_code = rb::pinned_constant("Zlib::OS_CODE")
+    let zlib_os_code = gzip_values::pinned_constant("Zlib::OS_CODE")
         .ok()
         .and_then(rb::fixnum_value)
         .map_or(3, |code| code as u8);
     let g = Globals {
-        gzip_error: rb::pinned_constant("Zlib::GzipFile::Error")?,
-        buf_error: rb::pinned_constant("Zlib::BufError")?,
-        stream_error: rb::pinned_constant("Zlib::StreamError")?,
-        in_progress_error: rb::pinned_constant("Zlib::InProgressError")?,
+        gzip_error: gzip_values::pinned_constant("Zlib::GzipFile::Error")?,
+        buf_error: gzip_values::pinned_constant("Zlib::BufError")?,
+        stream_error: gzip_values::pinned_constant("Zlib::StreamError")?,
+        in_progress_error: gzip_values::pinned_constant("Zlib::InProgressError")?,
         os_code: zlib_os_code,
     };
     let _ = GLOBALS.set(g);

@@ -12,6 +12,7 @@ use super::transcode;
 use super::{
     check_ready, new_str, with_reader, GzipReader, This, EOF_READS_AHEAD, READ_TAKES_OUTBUF,
 };
+use crate::ruby::gzip_values;
 use crate::ruby::rb::{self, QNIL};
 
 fn arg_error(message: String) -> Error {
@@ -276,7 +277,7 @@ fn unget(this: &GzipReader, bytes: &[u8]) -> Result<(), Error> {
 
 fn ungetbyte(rb_self: This, ch: Value) -> Result<Value, Error> {
     check_ready(&rb_self)?;
-    let byte = rb::num2chr(ch.as_raw())?;
+    let byte = gzip_values::num2chr(ch.as_raw())?;
     // The conversion may have run Ruby code, where another thread may have taken the reader out.
     wait_idle(&rb_self)?;
     unget(&rb_self, &[byte])?;

@@ -2,11 +2,12 @@
 //! layout per version (`ivars`), the fast paths' guard against changed Ruby methods (`guard`), interned method and
 //! ivar names (`names`), bytes written into a plain IO without a String (`io_write`) and its `closed?` answered
 //! without a call (`io_closed`), native methods recorded for `ThriftNative.active?` (`registry`), running without the
-//! GVL (`nogvl`), raising and rescuing as Ruby code does (`rescue`), and the values native objects hold in Cells,
-//! marked and compacted (`held`). Nothing here reads the thrift library (`names`
-//! only spells its ivars and methods).
+//! GVL (`nogvl`), raising and rescuing as Ruby code does (`rescue`), the values native objects hold in Cells,
+//! marked and compacted (`held`), and the gzip classes' shared conversions (`gzip_values`). Nothing here reads the
+//! thrift library (`names` only spells its ivars and methods).
 
 pub mod guard;
+pub mod gzip_values;
 pub mod held;
 pub mod io_closed;
 pub mod io_write;
