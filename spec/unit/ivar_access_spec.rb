@@ -1,5 +1,9 @@
 # frozen_string_literal: true
 
+require_relative "../../test_support/codec_types"
+
+CodecTypes.load!
+
 # The hot paths read and write their ivars (a memory buffer's @buf and @index, a protocol's @trans) in the object
 # directly, by a slot learned per class (Ruby 3.1) or per object shape (3.2 on), verified against libruby
 # (ext/thrift_native/src/ruby/ivars.rs). Objects of other shapes (extra ivars in any order, an object_id, too many shape
@@ -94,5 +98,59 @@ RSpec.describe "Hot-path ivar access" do
     trans.instance_variable_set(:@index, 1)
     expect(read_through(trans, 1)).to eq([121])
     expect(trans.instance_variable_get(:@index)).to eq(2)
+  end
+
+  # A call site whose receivers are of any class (Thrift::Client's @oprot, @iprot, @seqid, @pending_seqids; a
+  # socket's @handle) keeps one slot, aimed again when the class changes; on 3.1 the class it is aimed at is kept
+  # alive, so that a class made at a freed one's address cannot inherit its index.
+  it "reads and writes a client's ivars for clients of several classes in turn, replaced ones and dropped classes" do
+    plain = Class.new { include Thrift::Client }
+    # Other ivars first: the client's own come at other indices.
+    padded = Class.new do
+      include Thrift::Client
+
+      def initialize(*protocols)
+        @before = nil
+        @other = "x"
+        super
+      end
+    end
+    # strict binary: version, name length, "ping", then the sequence id
+    seqid_sent = ->(trans) { trans.read(trans.available).byteslice(12, 4).unpack1("l>") }
+    master = Thrift::Client.private_method_defined?(:write_message)
+    clients = [plain, padded, plain, padded].map do |klass|
+      trans = Thrift::MemoryBufferTransport.new
+      [klass.new(Thrift::BinaryProtocolAccelerated.new(trans)), trans]
+    end
+    3.times do |round|
+      clients.each_with_index do |(client, trans), i|
+        client.instance_variable_set(:@seqid, 100 * i + round)
+        client.send_message("ping", CodecTest::Leaf, id: i)
+        expect(seqid_sent.call(trans)).to eq(100 * i + round)
+        expect(client.instance_variable_get(:@seqid)).to eq(100 * i + round + (master ? 1 : 0))
+      end
+    end
+    # A protocol replaced between calls: the next call writes to the new one.
+    client, old_trans = clients[1]
+    new_trans = Thrift::MemoryBufferTransport.new
+    client.instance_variable_set(:@oprot, Thrift::BinaryProtocolAccelerated.new(new_trans))
+    client.instance_variable_set(:@seqid, 5)
+    client.send_message("ping", CodecTest::Leaf, id: 1)
+    expect(old_trans.available).to eq(0)
+    expect(seqid_sent.call(new_trans)).to eq(5)
+    # Classes made and dropped between calls, then collected (and the heap compacted where Ruby can).
+    20.times do |i|
+      trans = Thrift::MemoryBufferTransport.new
+      klass = Class.new(i.even? ? plain : padded)
+      klass.new(Thrift::BinaryProtocolAccelerated.new(trans)).send_message("ping", CodecTest::Leaf, id: i)
+      expect(seqid_sent.call(trans)).to eq(0)
+    end
+    GC.start
+    GC.compact if GC.respond_to?(:compact)
+    clients.each_with_index do |(client, trans), i|
+      client.instance_variable_set(:@seqid, i)
+      client.send_message("ping", CodecTest::Leaf, id: i)
+      expect(seqid_sent.call(i == 1 ? new_trans : trans)).to eq(i)
+    end
   end
 end

@@ -13,7 +13,7 @@ use crate::protocols::shared::{
     binary_version_word, float_value, not_nil, reset_message_size_if_asked, string_length,
     uuid_bytes, JoinedHeader, Pending,
 };
-use crate::ruby::ivars::IvarSlot;
+use crate::ruby::ivars::{IvarSite, IvarSlot};
 use crate::ruby::names::{IVAR_STRICT_READ, IVAR_STRICT_WRITE, IVAR_TRANS, READ_ALL};
 use crate::ruby::{rb, registry};
 use crate::thrift::thrift;
@@ -24,6 +24,7 @@ const STRING_TOO_LONG: &str = "string too long";
 
 /// `@trans` of exact BinaryProtocolAccelerated instances.
 pub static TRANS: IvarSlot = IvarSlot::new();
+static STRICT_WRITE: IvarSite = IvarSite::new();
 
 static CLASS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
@@ -80,7 +81,7 @@ pub(crate) fn write_message_begin(
     seqid: Value,
 ) -> Result<(), Error> {
     let out = output(rb_self);
-    let strict_write = rb::ivar_get(rb_self.as_raw(), IVAR_STRICT_WRITE.get());
+    let strict_write = STRICT_WRITE.get(rb_self.as_raw(), IVAR_STRICT_WRITE.get());
     if strict_write == rb::QTRUE {
         out.write(&binary::encode_i32(binary_version_word(ruby, mtype)?))?;
         write_string_to(ruby, &out, name)?;

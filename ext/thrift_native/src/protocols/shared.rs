@@ -8,6 +8,7 @@ use rb_sys::stable_api::{get_default, StableApiDefinition};
 use rb_sys::VALUE;
 use thrift_native_core::uuid;
 
+use crate::ruby::ivars::IvarSite;
 use crate::ruby::names::{IVAR_RESET_MESSAGE_SIZE, IVAR_TRANS, RESET_MESSAGE_SIZE};
 use crate::ruby::rb;
 use crate::thrift::errors;
@@ -159,7 +160,8 @@ pub fn uuid_bytes(ruby: &Ruby, u: Value) -> Result<[u8; 16], Error> {
 
 /// Step (a) of every `read_message_begin`: `trans.reset_message_size` when `@reset_message_size` is truthy.
 pub fn reset_message_size_if_asked(protocol: VALUE) -> Result<(), Error> {
-    if rb::truthy(rb::ivar_get(protocol, IVAR_RESET_MESSAGE_SIZE.get())) {
+    static RESET_MESSAGE_SIZE_IVAR: IvarSite = IvarSite::new();
+    if rb::truthy(RESET_MESSAGE_SIZE_IVAR.get(protocol, IVAR_RESET_MESSAGE_SIZE.get())) {
         let trans = rb::ivar_get(protocol, IVAR_TRANS.get());
         rb::funcall(trans, RESET_MESSAGE_SIZE.get(), &[])?;
     }

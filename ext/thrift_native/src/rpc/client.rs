@@ -30,6 +30,7 @@ use super::decorated::Forwarded;
 use super::{basic, destructure, equal, k, message_types, not_equal, ArrayCall};
 use crate::protocols::message_name::NameRead;
 use crate::ruby::guard::Originals;
+use crate::ruby::ivars::IvarSite;
 use crate::ruby::names::{
     APPEND, CLOSE, DEQUEUE_PENDING_SEQID, EACH_ID, HANDLE_EXCEPTION, IVAR_IPROT, IVAR_OPROT,
     IVAR_PENDING_SEQIDS, IVAR_SEQID, NEW, NEXT_SEQID, PLUS, RAISE_APPLICATION_EXCEPTION, READ,
@@ -85,6 +86,11 @@ const FALLBACK: [&str; 2] = ["send_message_args", "write_message"];
 const SEND_MESSAGE_ARGS_M: usize = 0;
 const WRITE_MESSAGE_M: usize = 1;
 static ORIGINALS: Originals<2> = Originals::new(FALLBACK);
+/// The client's ivars that a call reads, each through its own site.
+static OPROT: IvarSite = IvarSite::new();
+static IPROT: IvarSite = IvarSite::new();
+static SEQID: IvarSite = IvarSite::new();
+static PENDING_SEQIDS: IvarSite = IvarSite::new();
 
 /// The client's own methods the native methods call on `self`, run without a call where they are ours
 /// ([`own::own_methods`]).
@@ -130,8 +136,8 @@ fn call_self(this: VALUE, call: SelfCall, args: &[VALUE]) -> Result<VALUE, Error
     }
 }
 
-fn ivar(this: VALUE, id: &crate::ruby::rb::StaticId) -> VALUE {
-    rb::ivar_get(this, id.get())
+fn ivar(this: VALUE, site: &'static IvarSite, id: &rb::StaticId) -> VALUE {
+    site.get(this, id.get())
 }
 
 /// True when `args.each { |k, v| ... }` can be walked here: an exact Hash whose `each` is Hash's.
@@ -232,7 +238,7 @@ fn standard_error(e: &Error) -> Option<VALUE> {
 }
 
 fn oprot_trans(this: VALUE) -> Result<VALUE, Error> {
-    super::decorated::call(ivar(this, &IVAR_OPROT), Forwarded::Trans)
+    super::decorated::call(ivar(this, &OPROT, &IVAR_OPROT), Forwarded::Trans)
 }
 
 /// 0.14-0.19 `send_message_args`: the arguments written (a failed write closes the transport), the message end,
@@ -242,16 +248,16 @@ fn send_message_args_v014(this: VALUE, args_class: VALUE, args: VALUE) -> Result
         return ORIGINALS.call(SEND_MESSAGE_ARGS_M, this, &[args_class, args]);
     }
     let mut data = args_data(args_class, args)?;
-    if let Err(e) = data.write(ivar(this, &IVAR_OPROT)) {
+    if let Err(e) = data.write(ivar(this, &OPROT, &IVAR_OPROT)) {
         if let Some(exception) = standard_error(&e) {
             crate::ruby::rescue::rescuing(exception, |r| {
-                let trans = r.call(ivar(this, &IVAR_OPROT), TRANS.get(), &[])?;
+                let trans = r.call(ivar(this, &OPROT, &IVAR_OPROT), TRANS.get(), &[])?;
                 r.call(trans, CLOSE.get(), &[])
             })?;
         }
         return Err(e);
     }
-    super::decorated::call(ivar(this, &IVAR_OPROT), Forwarded::WriteMessageEnd)?;
+    super::decorated::call(ivar(this, &OPROT, &IVAR_OPROT), Forwarded::WriteMessageEnd)?;
     super::direct::flush(oprot_trans(this)?)
 }
 
@@ -269,10 +275,10 @@ fn write_message_master(this: VALUE, args: &[VALUE; 4]) -> Result<VALUE, Error> 
     };
     let sent = (|| {
         if !rb::is_nil(name) {
-            super::direct::write_message_begin(ivar(this, &IVAR_OPROT), name, kind, seqid)?;
+            super::direct::write_message_begin(ivar(this, &OPROT, &IVAR_OPROT), name, kind, seqid)?;
         }
-        data.write(ivar(this, &IVAR_OPROT))?;
-        super::decorated::call(ivar(this, &IVAR_OPROT), Forwarded::WriteMessageEnd)?;
+        data.write(ivar(this, &OPROT, &IVAR_OPROT))?;
+        super::decorated::call(ivar(this, &OPROT, &IVAR_OPROT), Forwarded::WriteMessageEnd)?;
         super::direct::flush(oprot_trans(this)?)
     })();
     let flush_result = match sent {
@@ -281,7 +287,7 @@ fn write_message_master(this: VALUE, args: &[VALUE; 4]) -> Result<VALUE, Error> 
             // `begin @oprot.trans.close rescue StandardError end`: the send's error is the one raised.
             Some(exception) => {
                 let closed = crate::ruby::rescue::rescuing(exception, |r| {
-                    let trans = r.call(ivar(this, &IVAR_OPROT), TRANS.get(), &[])?;
+                    let trans = r.call(ivar(this, &OPROT, &IVAR_OPROT), TRANS.get(), &[])?;
                     r.call(trans, CLOSE.get(), &[])
                 });
                 match closed {
@@ -295,7 +301,7 @@ fn write_message_master(this: VALUE, args: &[VALUE; 4]) -> Result<VALUE, Error> 
         },
     };
     if equal(kind, k(&message_types().call))? {
-        let pending = ivar(this, &IVAR_PENDING_SEQIDS);
+        let pending = ivar(this, &PENDING_SEQIDS, &IVAR_PENDING_SEQIDS);
         if let Some(pushed) = super::array_call(pending, ArrayCall::Push(seqid)) {
             return Ok(pushed);
         }
@@ -318,8 +324,8 @@ fn send(this: VALUE, kind: VALUE, args: &[Value]) -> Result<VALUE, Error> {
             &[name, kind, args_class, arguments],
         ),
         Flavor::V014 | Flavor::V019 => {
-            let seqid = ivar(this, &IVAR_SEQID);
-            super::direct::write_message_begin(ivar(this, &IVAR_OPROT), name, kind, seqid)?;
+            let seqid = ivar(this, &SEQID, &IVAR_SEQID);
+            super::direct::write_message_begin(ivar(this, &OPROT, &IVAR_OPROT), name, kind, seqid)?;
             call_self(this, SelfCall::SendMessageArgs, &[args_class, arguments])
         }
     }
@@ -388,7 +394,7 @@ fn next_seqid(rb_self: Value) -> Result<Value, Error> {
 }
 
 fn next_seqid_of(this: VALUE) -> Result<VALUE, Error> {
-    let seqid = ivar(this, &IVAR_SEQID);
+    let seqid = ivar(this, &SEQID, &IVAR_SEQID);
     let next = if equal(seqid, k(&K.max_seqid))? {
         k(&K.min_seqid)
     } else {
@@ -397,7 +403,7 @@ fn next_seqid_of(this: VALUE) -> Result<VALUE, Error> {
             _ => rb::funcall(seqid, PLUS.get(), &[rb::integer(1)])?,
         }
     };
-    rb::ivar_set(this, IVAR_SEQID.get(), next)?;
+    SEQID.set(this, IVAR_SEQID.get(), next)?;
     Ok(seqid)
 }
 
@@ -407,7 +413,7 @@ fn dequeue_pending_seqid(rb_self: Value) -> Result<Value, Error> {
 }
 
 fn dequeue_pending_seqid_of(this: VALUE) -> Result<VALUE, Error> {
-    let pending = ivar(this, &IVAR_PENDING_SEQIDS);
+    let pending = ivar(this, &PENDING_SEQIDS, &IVAR_PENDING_SEQIDS);
     if let Some(first) = super::array_call(pending, ArrayCall::Shift) {
         return Ok(first);
     }
@@ -418,12 +424,12 @@ fn dequeue_pending_seqid_of(this: VALUE) -> Result<VALUE, Error> {
 fn receive_message(rb_self: Value, result_klass: Value) -> Result<Value, Error> {
     let this = rb_self.as_raw();
     if flavor() == Flavor::V014 {
-        let mtype = message_type(ivar(this, &IVAR_IPROT))?;
+        let mtype = message_type(ivar(this, &IPROT, &IVAR_IPROT))?;
         call_self(this, SelfCall::HandleException, &[mtype])?;
     }
     let result = calls::new_instance(result_klass.as_raw())?;
-    result.read(ivar(this, &IVAR_IPROT))?;
-    super::decorated::call(ivar(this, &IVAR_IPROT), Forwarded::ReadMessageEnd)?;
+    result.read(ivar(this, &IPROT, &IVAR_IPROT))?;
+    super::decorated::call(ivar(this, &IPROT, &IVAR_IPROT), Forwarded::ReadMessageEnd)?;
     Ok(rb::returned(result.obj))
 }
 
@@ -442,7 +448,7 @@ fn message_type(iprot: VALUE) -> Result<VALUE, Error> {
 /// 0.19 and master: `fname, mtype, rseqid = @iprot.read_message_begin; [fname, mtype, rseqid]`, where our own
 /// method reads it without the Array it answers (`super::read_begin`).
 fn receive_message_begin(rb_self: Value) -> Result<Value, Error> {
-    let iprot = ivar(rb_self.as_raw(), &IVAR_IPROT);
+    let iprot = ivar(rb_self.as_raw(), &IPROT, &IVAR_IPROT);
     let parts = match super::read_begin(iprot, NameRead::String) {
         Some(begin) => {
             let (fname, mtype, rseqid) = begin?;
@@ -462,8 +468,8 @@ fn raise_application_exception(this: VALUE) -> Error {
     let read = || -> Result<VALUE, Error> {
         let class = K.application_exception.load(Ordering::Relaxed) as VALUE;
         let x = rb::funcall(class, NEW.get(), &[])?;
-        rb::funcall(x, READ.get(), &[ivar(this, &IVAR_IPROT)])?;
-        super::decorated::call(ivar(this, &IVAR_IPROT), Forwarded::ReadMessageEnd)?;
+        rb::funcall(x, READ.get(), &[ivar(this, &IPROT, &IVAR_IPROT)])?;
+        super::decorated::call(ivar(this, &IPROT, &IVAR_IPROT), Forwarded::ReadMessageEnd)?;
         Ok(x)
     };
     match read() {
@@ -486,7 +492,7 @@ fn handle_exception_of(this: VALUE, mtype: VALUE) -> Result<VALUE, Error> {
 
 /// 0.19 `reply_seqid(rseqid)`: `rseqid == @seqid`, as true or false.
 fn reply_seqid(rb_self: Value, rseqid: Value) -> Result<bool, Error> {
-    equal(rseqid.as_raw(), ivar(rb_self.as_raw(), &IVAR_SEQID))
+    equal(rseqid.as_raw(), ivar(rb_self.as_raw(), &SEQID, &IVAR_SEQID))
 }
 
 /// `ApplicationException.new(code, "#{expected_name} failed: <what>")`, raised.

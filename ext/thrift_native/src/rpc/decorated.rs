@@ -26,6 +26,7 @@ use rb_sys::{ID, VALUE};
 
 use super::message_types;
 use crate::ruby::guard::{Guard, Originals, Watch};
+use crate::ruby::ivars::IvarSite;
 use crate::ruby::names::{
     IVAR_MESSAGE_BEGIN, IVAR_PROTOCOL, IVAR_SERVICE_NAME, NEW, READ_MESSAGE_END, TRANS,
     WRITE_MESSAGE_END,
@@ -42,6 +43,12 @@ const WATCHED: [&str; 4] = [
     "trans",
 ];
 
+/// `@protocol` of a decorator whose method forwards; `@message_begin` of a StoredMessageProtocol; a
+/// MultiplexedProtocol's `@protocol` and `@service_name` when it writes a message header.
+static DECORATED: IvarSite = IvarSite::new();
+static MESSAGE_BEGIN: IvarSite = IvarSite::new();
+static MULTIPLEXED_DECORATED: IvarSite = IvarSite::new();
+static SERVICE_NAME: IvarSite = IvarSite::new();
 static GUARD: Guard = Guard::new();
 /// Tripped by any change to StoredMessageProtocol (its singleton too), BaseProtocol (the same) or ProtocolDecorator.
 static STORED_GUARD: Guard = Guard::new();
@@ -98,7 +105,7 @@ fn undecorated(prot: VALUE, method: Forwarded) -> VALUE {
     if forwards & (1 << method as u8) == 0 {
         return prot;
     }
-    rb::ivar_get(prot, IVAR_PROTOCOL.get())
+    DECORATED.get(prot, IVAR_PROTOCOL.get())
 }
 
 /// `StoredMessageProtocol.new(protocol, message_begin)`.
@@ -121,7 +128,7 @@ pub(crate) fn stored_message_begin(prot: VALUE) -> Option<VALUE> {
     {
         return None;
     }
-    Some(rb::ivar_get(prot, IVAR_MESSAGE_BEGIN.get()))
+    Some(MESSAGE_BEGIN.get(prot, IVAR_MESSAGE_BEGIN.get()))
 }
 
 /// `MultiplexedProtocol#write_message_begin(name, type, seqid)`.
@@ -148,11 +155,11 @@ fn write_message_begin(
     }
     let types = message_types();
     let kind_code = kind_code.unwrap_or_default();
-    let protocol = rb::ivar_get(this, IVAR_PROTOCOL.get());
+    let protocol = MULTIPLEXED_DECORATED.get(this, IVAR_PROTOCOL.get());
     let name = if kind_code == types.call.load(Ordering::Relaxed)
         || kind_code == types.oneway.load(Ordering::Relaxed)
     {
-        let service = rb::ivar_get(this, IVAR_SERVICE_NAME.get());
+        let service = SERVICE_NAME.get(this, IVAR_SERVICE_NAME.get());
         if let Some(written) = write_joined(protocol, service, name, kind_code, seqid) {
             return written.map(rb::returned);
         }

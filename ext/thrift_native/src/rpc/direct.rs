@@ -16,11 +16,14 @@ use super::decorated::Forwarded;
 use crate::protocols;
 use crate::protocols::shared::JoinedHeader;
 use crate::ruby::guard::{Guard, Watch};
+use crate::ruby::ivars::IvarSite;
 use crate::ruby::names::{FLUSH, IVAR_TRANS, TRANS, WRITE_MESSAGE_BEGIN};
 use crate::ruby::rb;
 use crate::thrift::thrift;
 
 static BINARY: Guard = Guard::new();
+/// `@trans` of one of our protocols.
+static TRANS_IVAR: IvarSite = IvarSite::new();
 static COMPACT: Guard = Guard::new();
 
 /// The protocol classes whose methods are called here.
@@ -91,7 +94,7 @@ pub(crate) fn forwarded(prot: VALUE, method: Forwarded) -> Option<VALUE> {
     ours(prot)?;
     Some(match method {
         Forwarded::WriteMessageEnd | Forwarded::ReadMessageEnd => rb::QNIL,
-        Forwarded::Trans => rb::ivar_get(prot, IVAR_TRANS.get()),
+        Forwarded::Trans => TRANS_IVAR.get(prot, IVAR_TRANS.get()),
     })
 }
 

@@ -20,6 +20,7 @@ use rb_sys::{ID, VALUE};
 use crate::protocols;
 use crate::protocols::message_name::{MessageName, NameRead};
 use crate::ruby::guard::{Guard, Watch};
+use crate::ruby::ivars::IvarSite;
 use crate::ruby::names::{EQ, IVAR_PROTOCOL, NOT_EQ};
 use crate::ruby::rb;
 use crate::thrift::thrift;
@@ -141,6 +142,8 @@ pub(crate) fn basic(class: VALUE, method: ID) -> bool {
 /// Tripped by a change to `read_message_begin` of BinaryProtocolAccelerated, CompactProtocol, MultiplexedProtocol
 /// or ProtocolDecorator.
 static READ_BEGIN: Guard = Guard::new();
+/// `@protocol` of a MultiplexedProtocol.
+static DECORATED: IvarSite = IvarSite::new();
 /// Thrift::MultiplexedProtocol, while its `read_message_begin` is ProtocolDecorator's (`@protocol.read_message_begin`);
 /// 0 if it was not at load time.
 static MULTIPLEXED_PROTOCOL: AtomicUsize = AtomicUsize::new(0);
@@ -156,7 +159,7 @@ pub(crate) fn read_begin(iprot: VALUE, name: NameRead) -> Option<Result<(VALUE, 
     // An exact MultiplexedProtocol passes the call on to the protocol it decorates.
     let multiplexed = MULTIPLEXED_PROTOCOL.load(Ordering::Relaxed) as VALUE;
     let iprot = if multiplexed != 0 && rb::is_exact_instance(iprot, multiplexed) {
-        rb::ivar_get(iprot, IVAR_PROTOCOL.get())
+        DECORATED.get(iprot, IVAR_PROTOCOL.get())
     } else {
         iprot
     };

@@ -11,11 +11,14 @@
 //!
 //! An object of another class or shape, and every Ruby whose layout is not known here, goes through
 //! `rb_ivar_get`/`rb_ivar_set`. An [`IvarStore`] sets a struct field's ivar: from 3.2 on by a shape transition it
-//! learned ([`stores`]), which is how a read struct gets its fields. After touching these files run the suite on
-//! every Ruby of the matrix (`bin/matrix`).
+//! learned ([`stores`]), on 3.1 at the class's index, which is how a read struct gets its fields. An [`IvarSite`]
+//! is a slot for a call site whose receivers' class is not fixed (a client, a socket), re-aimed when it changes.
+//! After touching these files run the suite on every Ruby of the matrix (`bin/matrix`).
 
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
+#[cfg(ivar_slots)]
+use rb_sys::stable_api::{get_default, StableApiDefinition};
 use rb_sys::{ID, VALUE};
 
 use crate::ruby::rb;
@@ -70,6 +73,9 @@ pub struct IvarSlot {
     /// shape has no such ivar), or UNLEARNED.
     #[cfg_attr(ivar_layout = "class_index", allow(dead_code))]
     shaped: AtomicU64,
+    /// `class_index`: how often a nil taught nothing (an unset ivar reads as nil); it stops trying after a few.
+    #[cfg_attr(not(ivar_layout = "class_index"), allow(dead_code))]
+    nil_misses: AtomicU32,
 }
 
 impl IvarSlot {
@@ -79,6 +85,7 @@ impl IvarSlot {
             id: AtomicUsize::new(0),
             index: AtomicU32::new(UNKNOWN),
             shaped: AtomicU64::new(UNLEARNED),
+            nil_misses: AtomicU32::new(0),
         }
     }
 
@@ -88,6 +95,7 @@ impl IvarSlot {
         self.id.store(id as usize, Ordering::Relaxed);
         self.index.store(UNKNOWN, Ordering::Relaxed);
         self.shaped.store(UNLEARNED, Ordering::Relaxed);
+        self.nil_misses.store(0, Ordering::Relaxed);
     }
 
     #[inline(always)]
@@ -119,33 +127,98 @@ impl IvarSlot {
         rb::ivar_set_unfrozen(obj, self.id(), v);
     }
 
-    /// Sets the ivar: through the slot for an immediate value on an unfrozen object, else as Ruby does (with its
-    /// write barrier, and FrozenError for a frozen object).
+    /// Sets the ivar: through the slot on an unfrozen object (with the value's write barrier, as RB_OBJ_WRITE),
+    /// else as Ruby does (FrozenError for a frozen object).
     #[inline(always)]
     pub fn set(&self, obj: VALUE, v: VALUE) -> Result<(), magnus::Error> {
-        if rb::is_frozen(obj) || !rb::is_special_const(v) {
+        if rb::is_frozen(obj) {
             return rb::ivar_set(obj, self.id(), v);
         }
-        self.set_immediate_unfrozen(obj, v);
+        self.set_unfrozen(obj, v);
         Ok(())
+    }
+
+    /// Sets the ivar of an object known not to be frozen, through the slot where it can.
+    #[inline(always)]
+    pub fn set_unfrozen(&self, obj: VALUE, v: VALUE) {
+        debug_assert!(!rb::is_frozen(obj));
+        #[cfg(ivar_slots)]
+        if self.write_slot(obj, v) {
+            return;
+        }
+        rb::ivar_set_unfrozen(obj, self.id(), v);
+        // 3.1 learns from any value it sees; a shape learned here would be the one the set may just have left.
+        #[cfg(ivar_layout = "class_index")]
+        self.learn(obj, v);
     }
 }
 
-/// Sets `@name` on instances of one class, as `rb_ivar_set`; from Ruby 3.2 on by a learned shape transition
-/// ([`stores`]), where `rb_ivar_set` is most of the cost of filling a struct just read (300 instructions an ivar on
-/// 4.0). Other layouts, and objects the store has not learned, go through `rb_ivar_set`.
+/// An ivar read or written at one call site whose receivers are of whatever class the caller has (a generated
+/// client, either socket class): an [`IvarSlot`] aimed at the class (3.1) or the ivar (3.2 on) of the receiver last
+/// seen, and re-aimed when that changes. On 3.1 the class it is aimed at is kept alive (a GC root) while aimed: a
+/// class freed and another made at its address must not inherit the index. Sites are statics.
 #[derive(Debug)]
-#[cfg_attr(
-    not(any(ivar_layout = "shapes", ivar_layout = "shape_fields")),
-    allow(dead_code)
-)]
+pub struct IvarSite {
+    slot: IvarSlot,
+    #[cfg_attr(not(ivar_layout = "class_index"), allow(dead_code))]
+    rooted: std::sync::atomic::AtomicBool,
+}
+
+impl IvarSite {
+    pub const fn new() -> Self {
+        IvarSite {
+            slot: IvarSlot::new(),
+            rooted: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
+    /// `obj.@id` (nil when unset), as `rb_ivar_get`.
+    #[inline(always)]
+    pub fn get(&'static self, obj: VALUE, id: ID) -> VALUE {
+        self.aim(obj, id);
+        self.slot.get(obj)
+    }
+
+    /// `obj.@id = v`, as `rb_ivar_set` (FrozenError for a frozen object).
+    #[inline(always)]
+    pub fn set(&'static self, obj: VALUE, id: ID, v: VALUE) -> Result<(), magnus::Error> {
+        self.aim(obj, id);
+        self.slot.set(obj, v)
+    }
+
+    #[inline(always)]
+    fn aim(&'static self, obj: VALUE, id: ID) {
+        #[cfg(ivar_layout = "class_index")]
+        if self.slot.id() != id
+            || rb::heap_class(obj)
+                .is_some_and(|c| c != self.slot.class.load(Ordering::Relaxed) as VALUE)
+        {
+            self.re_aim(obj, id);
+        }
+        #[cfg(any(ivar_layout = "shapes", ivar_layout = "shape_fields"))]
+        if self.slot.id() != id {
+            let _ = obj;
+            self.slot.configure(0, id);
+        }
+        #[cfg(not(ivar_slots))]
+        let _ = (obj, id);
+    }
+}
+
+/// Sets `@name` on instances of one class, as `rb_ivar_set`, where `rb_ivar_set` is most of the cost of filling a
+/// struct just read (300 instructions an ivar on 4.0, 500 on 3.1 with its VM lock): from Ruby 3.2 on by a learned
+/// shape transition ([`stores`]), on 3.1 at the class's index ([`class_index`]). Other layouts, and objects the
+/// store has not learned, go through `rb_ivar_set`.
+#[derive(Debug)]
+#[cfg_attr(not(ivar_slots), allow(dead_code))]
 pub struct IvarStore {
     id: ID,
-    /// The class the transition was learned on (RBasic's klass).
+    /// The class the transition or index was learned on (RBasic's klass).
     class: AtomicUsize,
     /// The shape before (upper 32 bits) and after, or UNLEARNED.
+    #[cfg_attr(ivar_layout = "class_index", allow(dead_code))]
     shapes: AtomicU64,
-    /// The ivar's index in the shape after.
+    /// The ivar's index in the shape after, or in the class.
     index: AtomicU32,
 }
 
@@ -162,7 +235,7 @@ impl IvarStore {
     /// `obj.@name = v`, raising FrozenError for a frozen object.
     #[inline(always)]
     pub fn set(&self, obj: VALUE, v: VALUE) -> Result<(), magnus::Error> {
-        #[cfg(any(ivar_layout = "shapes", ivar_layout = "shape_fields"))]
+        #[cfg(ivar_slots)]
         {
             if self.store(obj, v) {
                 return Ok(());
@@ -201,14 +274,14 @@ impl IvarSlot {
         }
     }
 
-    /// An immediate needs no write barrier: it is not a heap reference the GC must learn about. An absent ivar is
-    /// added by rb_ivar_set (a new shape).
+    /// The value written with its write barrier, as RB_OBJ_WRITE (none for an immediate: it is no heap reference
+    /// the GC must learn about). An absent ivar is added by rb_ivar_set (a new shape).
     #[inline(always)]
     fn write_slot(&self, obj: VALUE, v: VALUE) -> bool {
-        match self.place(obj) {
+        match self.place_to_write(obj) {
             Place::Slot(p) => {
-                // SAFETY: `p` points into obj's ivar array, obj is not frozen, and `v` is an immediate.
-                unsafe { *p = v };
+                // SAFETY: `p` points into obj's ivar array and obj is not frozen (both callers checked).
+                unsafe { get_default().rb_obj_write(obj, p, v) };
                 true
             }
             Place::Absent | Place::Unknown => false,

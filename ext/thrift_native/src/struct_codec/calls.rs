@@ -173,7 +173,10 @@ impl DirectSetters {
         let Some(i) = super::initialize::field_of(self.plan, key) else {
             return false;
         };
-        rb::ivar_set_unfrozen(self.obj, self.plan.def.fields()[i].extra.ivar, value);
+        self.plan.def.fields()[i]
+            .extra
+            .load
+            .set_unfrozen(self.obj, value);
         true
     }
 }
@@ -257,12 +260,14 @@ impl ReusedArgs {
             }
             instance.obj.store(obj as usize, Ordering::Relaxed);
         }
+        // The instance is unfrozen (`untouched`, or just made); each set goes through the field's slot once it is
+        // learned (the instance keeps its ivars from call to call).
         let fields = plan.def.fields();
         for f in fields {
-            rb::ivar_set_unfrozen(obj, f.extra.ivar, rb::QNIL);
+            f.extra.load.set_unfrozen(obj, rb::QNIL);
         }
         for (&(_, value), &i) in pairs[..n].iter().zip(&named) {
-            rb::ivar_set_unfrozen(obj, fields[i].extra.ivar, value);
+            fields[i].extra.load.set_unfrozen(obj, value);
         }
         Ok(Some(ReusedArgs {
             obj,
@@ -299,7 +304,7 @@ impl Drop for ReusedArgs {
         let instance = &self.plan.args_instance;
         if untouched(self.obj, self.plan) {
             for f in self.plan.def.fields() {
-                rb::ivar_set_unfrozen(self.obj, f.extra.ivar, rb::QNIL);
+                f.extra.load.set_unfrozen(self.obj, rb::QNIL);
             }
         } else {
             instance.obj.store(0, Ordering::Relaxed);

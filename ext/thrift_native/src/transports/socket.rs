@@ -26,6 +26,7 @@ use magnus::{Error, Ruby};
 use rb_sys::VALUE;
 
 use crate::ruby::guard::{Guard, Watch};
+use crate::ruby::ivars::IvarSite;
 use crate::ruby::names::{
     CLOSE, CLOSED_P, IVAR_DESC, IVAR_HANDLE, IVAR_TIMEOUT, LENGTH, MESSAGE, RAISE, READPARTIAL,
     WRITE,
@@ -50,6 +51,8 @@ const WATCHED: [&str; 7] = [
 ];
 
 static GUARD: Guard = Guard::new();
+static TIMEOUT: IvarSite = IvarSite::new();
+static HANDLE: IvarSite = IvarSite::new();
 static SOCKET: AtomicUsize = AtomicUsize::new(0);
 static UNIX_SOCKET: AtomicUsize = AtomicUsize::new(0);
 /// master's socket.rb: a failed read or write calls `close` (TransportExceptions too); see the top of this file.
@@ -77,13 +80,13 @@ impl PlainSocket {
         if !GUARD.intact() || rb::is_frozen(trans) {
             return None;
         }
-        let timeout = rb::ivar_get(trans, IVAR_TIMEOUT.get());
+        let timeout = TIMEOUT.get(trans, IVAR_TIMEOUT.get());
         let timeout = if untimed(timeout) {
             None
         } else {
             Some(timed::seconds(timeout)?)
         };
-        let handle = rb::ivar_get(trans, IVAR_HANDLE.get());
+        let handle = HANDLE.get(trans, IVAR_HANDLE.get());
         // A nil handle (not open) is served too: `read`/`write` then raise the version's closed-stream error.
         if !rb::is_nil(handle)
             && (!io_methods(handle) || (timeout.is_some() && !timed::served_handle(handle)))
@@ -97,7 +100,7 @@ impl PlainSocket {
     }
 
     fn handle(self) -> VALUE {
-        rb::ivar_get(self.this, IVAR_HANDLE.get())
+        HANDLE.get(self.this, IVAR_HANDLE.get())
     }
 
     /// `open?`: `!@handle.nil? && !@handle.closed?`. The handle, when open (and still an IO).

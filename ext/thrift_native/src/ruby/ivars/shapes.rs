@@ -77,6 +77,12 @@ impl IvarSlot {
         }
     }
 
+    /// Where to write the ivar: where it is (an absent one is added by rb_ivar_set, a new shape).
+    #[inline(always)]
+    pub(super) fn place_to_write(&self, obj: VALUE) -> Place {
+        self.place(obj)
+    }
+
     /// Learns the ivar's index in `obj`'s shape: its place among the object's ivars as `rb_ivar_foreach` walks them
     /// (in index order: a shape's ivars from the root down), each checked against the array ([`place_of`]). So an
     /// ivar holding nil, or a value another ivar holds too, is learned as well; `v`, what rb_ivar_get just returned,
