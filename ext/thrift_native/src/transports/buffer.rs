@@ -14,6 +14,7 @@ use thrift_native_core::compact::{decode_varint, MAX_VARINT64_BYTES};
 use thrift_native_core::wire::VarintStep;
 use thrift_native_core::CoreError;
 
+use crate::ruby::ivars::IvarSite;
 use crate::ruby::names::{IVAR_RBUF, READ_ALL, READ_BYTE, READ_INTO_BUFFER};
 use crate::ruby::rb;
 use crate::thrift::errors;
@@ -155,8 +156,15 @@ pub trait ReadBuffer: Sized {
             return Ok(out);
         }
         self.past_end(ruby, Shortfall::Array, |trans| {
-            read_into_rbuf(trans, rb::ivar_get(protocol, IVAR_RBUF.get()))
+            read_into_rbuf_with(trans, protocol_rbuf(protocol), Self::read_into_buffer)
         })
+    }
+
+    /// `trans.read_into_buffer(buffer, size)`: the refill of a protocol's `@rbuf` (a buffer whose transport's method
+    /// is native may do its work without the call).
+    #[inline(always)]
+    fn read_into_buffer(trans: VALUE, args: &[VALUE; 2]) -> Result<VALUE, Error> {
+        rb::funcall(trans, READ_INTO_BUFFER.get(), args)
     }
 
     /// A compact varint: decoded from the buffer in one go when it ends there (consuming what reading it byte by
@@ -204,14 +212,28 @@ pub trait ReadBuffer: Sized {
     }
 }
 
+static RBUF: IvarSite = IvarSite::new();
+
+/// The protocol's `@rbuf` (nil when unset), the String a refill reads into.
+pub fn protocol_rbuf(protocol: VALUE) -> VALUE {
+    RBUF.get(protocol, IVAR_RBUF.get())
+}
+
 /// `trans.read_into_buffer(rbuf, N)`, then `rbuf`'s first N bytes (`rbuf`: the protocol's `@rbuf`). As the C
 /// accelerator, the length is not re-checked: bytes a short `@rbuf` lacks read as zero.
 pub fn read_into_rbuf<const N: usize>(trans: VALUE, rbuf: VALUE) -> Result<[u8; N], Error> {
-    rb::funcall(
-        trans,
-        READ_INTO_BUFFER.get(),
-        &[rbuf, rb::integer(N as i64)],
-    )?;
+    read_into_rbuf_with(trans, rbuf, |trans, args| {
+        rb::funcall(trans, READ_INTO_BUFFER.get(), args)
+    })
+}
+
+/// [`read_into_rbuf`], the transport's `read_into_buffer` made by `read` (the call, or its work without the call).
+pub fn read_into_rbuf_with<const N: usize>(
+    trans: VALUE,
+    rbuf: VALUE,
+    read: impl FnOnce(VALUE, &[VALUE; 2]) -> Result<VALUE, Error>,
+) -> Result<[u8; N], Error> {
+    read(trans, &[rbuf, rb::integer(N as i64)])?;
     let mut out = [0u8; N];
     if rb::is_string(rbuf) {
         // SAFETY: `rbuf` is a String on the caller's stack; the slice is dropped before any Ruby call.

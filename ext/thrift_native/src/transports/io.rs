@@ -6,11 +6,11 @@ use magnus::{Error, Ruby};
 use rb_sys::VALUE;
 
 use crate::ruby::ivars::IvarSlot;
-use crate::ruby::names::{IVAR_RBUF, READ_ALL, READ_BYTE, WRITE};
+use crate::ruby::names::{READ_ALL, READ_BYTE, WRITE};
 use crate::ruby::rb;
 use crate::thrift::thrift;
 use crate::thrift::{bytes, errors};
-use crate::transports::buffer::{read_into_rbuf, ReadBuffer};
+use crate::transports::buffer::{protocol_rbuf, read_into_rbuf, ReadBuffer};
 use crate::transports::header::fast::StringIoTarget;
 use crate::transports::layered::{self, LayeredBuffer};
 use crate::transports::memory_buffer::{self, MemoryBuffer};
@@ -91,7 +91,7 @@ impl Input {
             Input::Buffer(mb) => mb.read_array(ruby, rb::QNIL),
             Input::Layered { buf, protocol } => buf.read_array(ruby, *protocol),
             Input::Transport { trans, protocol } => {
-                read_into_rbuf(*trans, rb::ivar_get(*protocol, IVAR_RBUF.get()))
+                read_into_rbuf(*trans, protocol_rbuf(*protocol))
             }
         }
     }

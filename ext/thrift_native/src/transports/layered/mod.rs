@@ -22,7 +22,8 @@ use rb_sys::VALUE;
 use crate::ruby::guard::{Guard, Originals, Watch};
 use crate::ruby::ivars::IvarSlot;
 use crate::ruby::names::{
-    FLUSH, IVAR_INDEX, IVAR_RBUF, IVAR_READ, IVAR_TRANSPORT, IVAR_WBUF, IVAR_WRITE, READ_ALL, WRITE,
+    FLUSH, IVAR_INDEX, IVAR_RBUF, IVAR_READ, IVAR_TRANSPORT, IVAR_WBUF, IVAR_WRITE, READ_ALL,
+    READ_INTO_BUFFER, WRITE,
 };
 use crate::ruby::rb;
 use crate::thrift::bytes;
@@ -165,6 +166,27 @@ pub fn flush_owned(trans: VALUE) -> Option<Result<VALUE, Error>> {
     Some(flushed.map(|v| v.as_raw()))
 }
 
+/// `trans.read_into_buffer(buffer, size)` where dispatch would run our own method (as [`flush_owned`]): that
+/// method's work, without the call (a protocol's refill of its `@rbuf`). None for any other transport.
+pub fn read_into_buffer_owned(
+    trans: VALUE,
+    buffer: VALUE,
+    size: VALUE,
+) -> Option<Result<VALUE, Error>> {
+    let c = class_of(trans)?;
+    if !c.owns(trans) {
+        return None;
+    }
+    let ruby = Ruby::get().expect("called from a Ruby thread");
+    Some(read_into_buffer(
+        &ruby,
+        c,
+        trans,
+        &[buffer, size],
+        c.refill(),
+    ))
+}
+
 /// The class `trans` is exactly an instance of, when it is handled natively and (a FramedTransport) the direction's
 /// flag (`@read` or `@write`) is on.
 #[inline(always)]
@@ -268,6 +290,14 @@ impl ReadBuffer for LayeredBuffer {
         self.index += n;
         self.class.store_index(self.trans, self.index);
         Ok(())
+    }
+
+    #[inline(always)]
+    fn read_into_buffer(trans: VALUE, args: &[VALUE; 2]) -> Result<VALUE, Error> {
+        match read_into_buffer_owned(trans, args[0], args[1]) {
+            Some(read) => read,
+            None => rb::funcall(trans, READ_INTO_BUFFER.get(), args),
+        }
     }
 
     fn past_end<T>(
