@@ -205,42 +205,16 @@ pub fn forget_accounted(this: &GzipReader) {
     }
 }
 
-/// One read of the io, handed to the reader (or its end, as the reader's end of input).
+/// One read of the io, handed to the reader (or its end, as the reader's end of input). The reader is busy from
+/// the read until the chunk is fed: another thread's call waits for it ([`wait_idle`]), as on zlib.c's mutex, so
+/// that no other thread reads the io and feeds its chunk first (threads can switch as the io's method returns).
 fn read_chunk(this: &GzipReader, outbuf: VALUE) -> Result<(), Error> {
-    let io = this.io.get();
-    let buf = if !rb::is_nil(outbuf) {
-        outbuf
-    } else if this.lend_scratch.get() {
-        // Not while another thread's read of the io has it (an IO locks the String it fills): then a new String,
-        // as zlib.c's call makes one.
-        let scratch = this.scratch();
-        if rb::is_refillable_string(scratch, 4 * CHUNK) {
-            scratch
-        } else {
-            QNIL
-        }
-    } else {
-        QNIL
-    };
-    let len = rb::integer(CHUNK as i64);
-    let args: &[VALUE] = if rb::is_nil(buf) { &[len] } else { &[len, buf] };
-    let chunk = match rb::funcall(io, READPARTIAL.get(), args) {
-        Ok(s) => {
-            rb::check_type(s, rb_sys::ruby_value_type::RUBY_T_STRING)?;
-            s
-        }
-        Err(e) if is_a(&e, globals().eof_error) => QNIL,
-        Err(e) if is_a(&e, globals().no_method_error) => {
-            let s = rb::funcall(io, READ.get(), args)?;
-            if !rb::is_nil(s) {
-                rb::check_type(s, rb_sys::ruby_value_type::RUBY_T_STRING)?;
-            }
-            s
-        }
-        Err(e) => return Err(e),
-    };
     wait_idle(this)?;
-    let mut st = this.state.borrow_mut();
+    this.state.borrow_mut().busy = true;
+    let chunk = read_io(this, outbuf);
+    let mut st = own_state(this)?;
+    st.busy = false;
+    let chunk = chunk?;
     let Some(reader) = st.reader.as_mut() else {
         drop(st);
         return Err(closed_error());
@@ -255,6 +229,62 @@ fn read_chunk(this: &GzipReader, outbuf: VALUE) -> Result<(), Error> {
         reader.feed(unsafe { rb::str_bytes(chunk) });
     }
     Ok(())
+}
+
+/// The state, borrowed by the thread that marked it busy: waits while a frame of another thread still borrows it
+/// (one making an exception).
+fn own_state(this: &GzipReader) -> Result<std::cell::RefMut<'_, super::State>, Error> {
+    loop {
+        if let Ok(st) = this.state.try_borrow_mut() {
+            return Ok(st);
+        }
+        // SAFETY: protected: rb_thread_schedule switches threads and may run interrupts that raise.
+        let switched = protect(|| unsafe {
+            rb_sys::rb_thread_schedule();
+            QNIL
+        });
+        if let Err(e) = switched {
+            if let Ok(mut st) = this.state.try_borrow_mut() {
+                st.busy = false;
+            }
+            return Err(e);
+        }
+    }
+}
+
+/// `io.readpartial(CHUNK[, buf])` (`io.read` where it has no readpartial): a String, or nil at its end.
+fn read_io(this: &GzipReader, outbuf: VALUE) -> Result<VALUE, Error> {
+    let io = this.io.get();
+    let buf = if !rb::is_nil(outbuf) {
+        outbuf
+    } else if this.lend_scratch.get() {
+        // Not while the io still locks it from an earlier read: then a new String, as zlib.c's call makes one.
+        let scratch = this.scratch();
+        if rb::is_refillable_string(scratch, 4 * CHUNK) {
+            scratch
+        } else {
+            QNIL
+        }
+    } else {
+        QNIL
+    };
+    let len = rb::integer(CHUNK as i64);
+    let args: &[VALUE] = if rb::is_nil(buf) { &[len] } else { &[len, buf] };
+    match rb::funcall(io, READPARTIAL.get(), args) {
+        Ok(s) => {
+            rb::check_type(s, rb_sys::ruby_value_type::RUBY_T_STRING)?;
+            Ok(s)
+        }
+        Err(e) if is_a(&e, globals().eof_error) => Ok(QNIL),
+        Err(e) if is_a(&e, globals().no_method_error) => {
+            let s = rb::funcall(io, READ.get(), args)?;
+            if !rb::is_nil(s) {
+                rb::check_type(s, rb_sys::ruby_value_type::RUBY_T_STRING)?;
+            }
+            Ok(s)
+        }
+        Err(e) => Err(e),
+    }
 }
 
 fn is_a(e: &Error, class: VALUE) -> bool {
