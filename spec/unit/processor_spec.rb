@@ -68,4 +68,30 @@ RSpec.describe "Thrift::Processor" do
     expect(processor.asked).to eq("process_ping")
     expect(reply.available).to be > 0
   end
+
+  # The name's ID is remembered once found (ext/thrift_native/src/rpc/method_ids.rs); whether the processor has the
+  # method is still asked on every call.
+  it "serves a method defined after its name was refused, and refuses it again once removed" do
+    name = "later_#{Process.pid}_#{rand(1 << 30)}" # no Symbol of "process_#{name}" exists yet
+    processor = Class.new(processor_class).new(handler.new)
+    call = lambda do
+      request = Thrift::MemoryBufferTransport.new
+      writer = Thrift::BinaryProtocolAccelerated.new(request)
+      writer.write_message_begin(name, Thrift::MessageTypes::CALL, 7)
+      CodecTest::Leaf.new(id: 1).write(writer)
+      writer.write_message_end
+      reply = Thrift::MemoryBufferTransport.new
+      served = processor.process(Thrift::BinaryProtocolAccelerated.new(request),
+                                 Thrift::BinaryProtocolAccelerated.new(reply))
+      reader = Thrift::BinaryProtocolAccelerated.new(reply)
+      _, type, seqid = reader.read_message_begin
+      [served, type, seqid]
+    end
+    refused = [false, Thrift::MessageTypes::EXCEPTION, 7]
+    expect(call.call).to eq(refused)
+    processor.class.define_method("process_#{name}") { |seqid, iprot, oprot| process_ping(seqid, iprot, oprot) }
+    2.times { expect(call.call).to eq([true, Thrift::MessageTypes::REPLY, 7]) }
+    processor.class.send(:remove_method, "process_#{name}")
+    expect(call.call).to eq(refused)
+  end
 end

@@ -1,14 +1,14 @@
 //! The Ruby around the codec in an RPC call, native: `client.rs` (`Thrift::Client`, the client's half of a call),
 //! `processor.rs` (`Thrift::Processor`, the server's half) and `multiplexed.rs` (`Thrift::MultiplexedProcessor`);
 //! `decorated.rs` sees through the protocol decorators, `direct.rs` calls our own protocol and transport methods
-//! without dispatch.
+//! without dispatch, `method_ids.rs` looks a method's ID up from its name's bytes without making its Symbol.
 //! What they use is here: the message types, Ruby's answers to `==`, `!=`, a multiple assignment and "is this method
-//! still Ruby's own", a method's ID looked up without making its Symbol, and the message header read by our
-//! protocols without the objects the caller would drop.
+//! still Ruby's own", and the message header read by our protocols without the objects the caller would drop.
 
 mod client;
 pub(crate) mod decorated;
 mod direct;
+mod method_ids;
 mod multiplexed;
 mod processor;
 
@@ -24,6 +24,8 @@ use crate::ruby::ivars::IvarSite;
 use crate::ruby::names::{EQ, IVAR_PROTOCOL, NOT_EQ};
 use crate::ruby::rb;
 use crate::thrift::thrift;
+
+pub(crate) use method_ids::existing_method_id;
 
 /// `Thrift::MessageTypes`, read at load time.
 pub(crate) struct MessageTypes {
@@ -232,32 +234,4 @@ pub fn init(ruby: &Ruby) -> Result<(), Error> {
     client::init(ruby)?;
     processor::init(ruby)?;
     multiplexed::init(ruby)
-}
-
-/// The ID of the method name `bytes` in encoding `enc`, if its Symbol exists; 0 if not, and also for a name this
-/// cannot tell is validly encoded (only UTF-8, US-ASCII and ASCII-8BIT names are looked up): Ruby's
-/// rb_check_id_cstr raises EncodingError for a broken name by inspecting a fake String that lives in its own C frame
-/// and has no class, which crashed the VM under GC.stress; the caller's library path raises it from a real String.
-pub(crate) fn existing_method_id(bytes: &[u8], enc: *mut rb_sys::rb_encoding) -> Result<ID, Error> {
-    // SAFETY: `enc` is one of Ruby's loaded encodings; the index functions only read Ruby's encoding table.
-    let (index, utf8, us_ascii, binary) = unsafe {
-        (
-            rb_sys::rb_enc_to_index(enc),
-            rb_sys::rb_utf8_encindex(),
-            rb_sys::rb_usascii_encindex(),
-            rb_sys::rb_ascii8bit_encindex(),
-        )
-    };
-    let valid = (index == binary)
-        || (index == utf8 && std::str::from_utf8(bytes).is_ok())
-        || (index == us_ascii && bytes.is_ascii());
-    if !valid {
-        return Ok(0);
-    }
-    // SAFETY: protected; `bytes` stays valid for the call; a validly encoded name makes rb_check_id_cstr only look
-    // the name up (no Symbol is made, nothing raised but NoMemoryError).
-    let id = magnus::rb_sys::protect(|| unsafe {
-        rb_sys::rb_check_id_cstr(bytes.as_ptr() as *const _, bytes.len() as _, enc) as VALUE
-    })?;
-    Ok(id as ID)
 }
