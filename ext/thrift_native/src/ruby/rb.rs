@@ -13,6 +13,8 @@ use magnus::{Error, Value};
 use rb_sys::stable_api::{get_default, StableApiDefinition};
 use rb_sys::{ruby_value_type, ID, VALUE};
 
+pub use super::str_cat::{str_cat, str_cat_prefix, str_cat_str};
+
 pub const QNIL: VALUE = rb_sys::special_consts::Qnil as VALUE;
 pub const QTRUE: VALUE = rb_sys::special_consts::Qtrue as VALUE;
 pub const QFALSE: VALUE = rb_sys::special_consts::Qfalse as VALUE;
@@ -443,37 +445,6 @@ pub fn binary_string(bytes: &[u8]) -> VALUE {
 pub fn utf8_string(bytes: &[u8]) -> VALUE {
     // SAFETY: as binary_string; rb_utf8_str_new only tags the copy with UTF-8.
     unsafe { rb_sys::rb_utf8_str_new(bytes.as_ptr() as *const _, bytes.len() as _) }
-}
-
-/// Appends raw bytes to a String, whatever its encoding (as `rb_str_buf_cat`). Raises FrozenError as Ruby does.
-#[inline(always)]
-pub fn str_cat(s: VALUE, bytes: &[u8]) -> Result<(), Error> {
-    // SAFETY: protect catches FrozenError (and the "temporarily locked" RuntimeError); `bytes` stays valid for the
-    // call: it is either Rust memory or another String that rb_str_cat does not free.
-    protect(|| unsafe { rb_sys::rb_str_cat(s, bytes.as_ptr() as *const _, bytes.len() as _) })
-        .map(|_| ())
-}
-
-/// Appends the bytes of String `src` to String `dst` (which may be the same object).
-pub fn str_cat_str(dst: VALUE, src: VALUE) -> Result<(), Error> {
-    // SAFETY: rb_str_cat copes with a source pointer inside the destination (it re-bases it after growing); the
-    // pointer is read inside the protected call, after which nothing holds it.
-    protect(|| unsafe {
-        let api = get_default();
-        rb_sys::rb_str_cat(dst, api.rstring_ptr(src), api.rstring_len(src))
-    })
-    .map(|_| ())
-}
-
-/// Appends the first `n` bytes of String `src` (at most its length) to String `dst` (which may be the same object).
-pub fn str_cat_prefix(dst: VALUE, src: VALUE, n: usize) -> Result<(), Error> {
-    // SAFETY: as str_cat_str; the length is capped at the source's length inside the protected call.
-    protect(|| unsafe {
-        let api = get_default();
-        let n = (n as std::os::raw::c_long).min(api.rstring_len(src));
-        rb_sys::rb_str_cat(dst, api.rstring_ptr(src), n)
-    })
-    .map(|_| ())
 }
 
 /// `str[start, len]` as a shared substring (no copy of the bytes), as `rb_str_subseq`.
