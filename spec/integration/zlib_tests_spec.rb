@@ -3,7 +3,8 @@
 require "tmpdir"
 
 # Ruby's own tests of Zlib::GzipReader and Zlib::GzipFile (test/zlib/test_zlib.rb of the running Ruby's release, from
-# ../shared/rubies, which holds 3.2, 3.4 and 4.0), run with ThriftNative::GzipReader in Zlib::GzipReader's place: the
+# the shared folder's rubies/, which holds 3.2, 3.4 and 4.0; found as bin/rubies finds it: THRIFT_NATIVE_SHARED,
+# ../shared, /work/shared, so that a clone outside /work runs them too), run with ThriftNative::GzipReader in Zlib::GzipReader's place: the
 # same totals as with Zlib's own, no failure. The tests are read at test time, from outside the project.
 RSpec.describe "Ruby's own GzipReader tests" do
   def swap_code
@@ -16,8 +17,9 @@ RSpec.describe "Ruby's own GzipReader tests" do
   end
 
   it "pass with ThriftNative::GzipReader as Zlib::GzipReader, as they pass with Zlib's" do
-    tarball = File.expand_path("../shared/rubies/ruby-#{RUBY_VERSION}.tar.xz", SpecSupport::ROOT)
-    skip "no release source of Ruby #{RUBY_VERSION} in ../shared/rubies (it has 3.2, 3.4, 4.0)" unless File.exist?(tarball)
+    folders = [ENV.fetch("THRIFT_NATIVE_SHARED", nil), File.expand_path("../shared", SpecSupport::ROOT), "/work/shared"]
+    tarball = folders.compact.map { |dir| File.join(dir, "rubies", "ruby-#{RUBY_VERSION}.tar.xz") }.find { File.exist?(_1) }
+    skip "no release source of Ruby #{RUBY_VERSION} in the shared folder's rubies/ (it has 3.2, 3.4, 4.0)" unless tarball
 
     Dir.mktmpdir do |dir|
       system("tar", "xJf", tarball, "-C", dir, "--wildcards", "*/test/zlib/*", "*/tool/lib/*", exception: true)
