@@ -10,6 +10,7 @@
 use std::cell::UnsafeCell;
 
 use magnus::Error;
+use rb_sys::stable_api::{get_default, StableApiDefinition};
 use rb_sys::{ID, VALUE};
 use rustc_hash::FxHashMap;
 
@@ -79,5 +80,5 @@ pub(crate) fn existing_method_id(bytes: &[u8], enc: *mut rb_sys::rb_encoding) ->
 fn static_id(id: ID) -> bool {
     // SAFETY: `id` was just answered by rb_check_id_cstr, so its Symbol exists; rb_id2sym only looks it up.
     let symbol = unsafe { rb_sys::rb_id2sym(id) };
-    symbol & 0xff == rb_sys::special_consts::SYMBOL_FLAG as VALUE
+    get_default().static_sym_p(symbol)
 }
