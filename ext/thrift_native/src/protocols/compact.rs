@@ -326,10 +326,15 @@ fn write_list_begin(ruby: &Ruby, rb_self: Value, etype: Value, size: Value) -> R
     p.flush()
 }
 
+/// Whether `write_bool` writes anything truthy as true (thrift master's C accelerator); before master only `true`
+/// itself was written as true. The struct encoder follows the same rule (`RubyValues::compact`).
+pub fn writes_truthy_as_true() -> bool {
+    thrift().contract.compact_header_codes
+}
+
 fn write_bool(ruby: &Ruby, rb_self: Value, b: Value) -> Result<(), Error> {
     let this = rb_self.as_raw();
-    // Before master only `true` itself was written as true.
-    let is_true = if thrift().contract.compact_header_codes {
+    let is_true = if writes_truthy_as_true() {
         rb::truthy(b.as_raw())
     } else {
         b.as_raw() == rb::QTRUE

@@ -20,6 +20,9 @@ pub struct RubyValues<'r> {
     /// For `JsonProtocol`, whose Ruby methods differ: a double field takes only a Float (`write_double` of an
     /// Integer raises), and a string only valid text (`write_json_string` of a broken one raises).
     json: bool,
+    /// A bool is true only if it is `true` itself, as the protocol's `write_bool` has it (the compact protocol before
+    /// thrift master); else anything truthy is. The C accelerator's struct code calls `write_bool`, so both agree.
+    only_true_is_true: bool,
     /// The object whose `validate` was left out (its class's does nothing) and its plan, which `definition` then
     /// answers without looking it up again (no Ruby code ran in between).
     validated: Option<(VALUE, &'static ClassPlan)>,
@@ -32,6 +35,7 @@ impl<'r> RubyValues<'r> {
         RubyValues {
             ruby,
             json: false,
+            only_true_is_true: false,
             validated: None,
             known: None,
         }
@@ -43,10 +47,17 @@ impl<'r> RubyValues<'r> {
         self
     }
 
+    /// For the compact encoding: its `write_bool`'s rule of what is true, which the loaded thrift decides.
+    pub fn compact(mut self) -> Self {
+        self.only_true_is_true = !crate::protocols::compact::writes_truthy_as_true();
+        self
+    }
+
     pub fn json(ruby: &'r Ruby) -> Self {
         RubyValues {
             ruby,
             json: true,
+            only_true_is_true: false,
             validated: None,
             known: None,
         }
@@ -157,13 +168,17 @@ impl Inspect<'static> for RubyValues<'_> {
         Ok(rb::fixnum_value(id))
     }
 
-    /// The common cases, encoded without a call: Fixnums in range, Floats, Strings already in the field's encoding
-    /// (UTF-8 for a string field, BINARY for a binary one), UUID text. Everything else (nil, Bignums, conversions)
-    /// goes to the protocol's own method, with its checks and exceptions.
+    /// The common cases, encoded without a call: bools, Fixnums in range, Floats, Strings already in the field's
+    /// encoding (UTF-8 for a string field, BINARY for a binary one), UUID text. Everything else (nil, Bignums,
+    /// conversions) goes to the protocol's own method, with its checks and exceptions.
     #[inline(always)]
     fn primitive(&self, kind: Scalar, v: VALUE) -> Option<Primitive<'_>> {
         Some(match kind {
-            Scalar::Bool => Primitive::Bool(rb::truthy(v)),
+            Scalar::Bool => Primitive::Bool(match v {
+                rb::QTRUE => true,
+                _ if self.only_true_is_true => false,
+                _ => rb::truthy(v),
+            }),
             Scalar::Byte => Primitive::Byte(fixnum_in(v, i8::MIN.into(), i8::MAX.into())? as i8),
             Scalar::I16 => Primitive::I16(fixnum_in(v, i16::MIN.into(), i16::MAX.into())? as i16),
             Scalar::I32 => Primitive::I32(fixnum_in(v, i32::MIN.into(), i32::MAX.into())? as i32),

@@ -258,7 +258,7 @@ fn write_known(
             union,
         ),
         Fast::Compact { trans, .. } => write_fast(
-            values,
+            &mut RubyValues::new(ruby).knowing(obj, known).compact(),
             fast::sink(through, trans, CompactOut::new),
             obj,
             depth,
