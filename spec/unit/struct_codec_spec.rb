@@ -423,10 +423,12 @@ RSpec.describe "Thrift::Struct and Thrift::Union read/write" do
       unknown = SpecSupport.newer?(:compact_unknown_type_errors) ? [Thrift::ProtocolException, "Unknown compact type: 14"] : [StandardError, "don't know what type: 14"]
       expect { decode(CodecTest::Leaf, "\x1E\x00".b, Thrift::CompactProtocol) }
         .to raise_error(an_instance_of(unknown[0]).and(having_attributes(message: unknown[1])))
-      # Beyond INT32_MAX: SIZE_LIMIT (thrift master); before, the negative int32 it was, which the struct decoder of
-      # thrift 0.23 refused as such and that of 0.14-0.22 passed to rb_ary_new2.
+      # Beyond INT32_MAX: SIZE_LIMIT (thrift master); 0.24, the unsigned value, which its struct decoder's FIX2INT
+      # refused; before, the negative int32 it was, which the struct decoder of thrift 0.23 refused as such and that of
+      # 0.14-0.22 passed to rb_ary_new2.
       too_big =
         if SpecSupport.newer?(:container_size_limit) then [Thrift::ProtocolException, "Container size limit exceeded"]
+        elsif SpecSupport.newer?(:varint32_limit) then [RangeError, RubyFacts.int_range_message(2**32 - 1)]
         elsif SpecSupport.newer?(:typed_errors) then [Thrift::ProtocolException, "Negative container size"]
         else [ArgumentError, "negative array size (or size too big)"]
         end

@@ -48,7 +48,7 @@ pub fn read_field_header<I: WireInput>(input: &mut I) -> Result<FieldHeader, I::
 pub fn read_map_header<I: WireInput>(input: &mut I, rules: Rules) -> Result<MapHeader, I::Error> {
     let key = input.read_byte()? as i8;
     let value = input.read_byte()? as i8;
-    let size = read_container_size(input, rules)?;
+    let size = read_container_size(input, rules)?.into();
     Ok(MapHeader { key, value, size })
 }
 
@@ -56,7 +56,7 @@ pub fn read_map_header<I: WireInput>(input: &mut I, rules: Rules) -> Result<MapH
 #[inline(always)]
 pub fn read_list_header<I: WireInput>(input: &mut I, rules: Rules) -> Result<ListHeader, I::Error> {
     let element = input.read_byte()? as i8;
-    let size = read_container_size(input, rules)?;
+    let size = read_container_size(input, rules)?.into();
     Ok(ListHeader { element, size })
 }
 
@@ -167,7 +167,7 @@ mod tests {
         let map = MapHeader {
             key: 11,
             value: 8,
-            size: i32::MIN,
+            size: i32::MIN.into(),
         };
         assert_eq!(read_map_header(&mut r, legacy), Ok(map));
         let mut r = Reader::new(&[0xff, 0xff, 0xff, 0xff, 0x61], 0);

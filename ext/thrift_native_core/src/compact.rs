@@ -235,15 +235,20 @@ pub fn read_size<I: WireInput>(input: &mut I, rules: Rules) -> Result<usize, I::
     Ok(n as usize)
 }
 
-/// A container's size (varint32); above INT32_MAX it is ContainerSizeLimit, or where `rules` let negative sizes
-/// through (before master), the negative int32 of its bits.
+/// A container's size (varint32); above INT32_MAX it is ContainerSizeLimit (master), the unsigned value (thrift
+/// 0.24, whose varint32 is a uint32), or (before 0.24) the negative int32 of its bits.
 #[inline(always)]
-fn read_container_size<I: WireInput>(input: &mut I, rules: Rules) -> Result<i32, I::Error> {
+fn read_container_size<I: WireInput>(input: &mut I, rules: Rules) -> Result<i64, I::Error> {
     let n = read_varint32(input, rules)?;
-    if n > i32::MAX as u32 && !rules.negative_sizes.compact {
-        return Err(input.error(CoreError::ContainerSizeLimit));
+    if n > i32::MAX as u32 {
+        if !rules.negative_sizes.compact {
+            return Err(input.error(CoreError::ContainerSizeLimit));
+        }
+        if rules.varint32 == Varint32Rule::Dropping {
+            return Ok(i64::from(n));
+        }
     }
-    Ok(n as i32)
+    Ok(i64::from(n as i32))
 }
 
 /// `read_i16` as the C accelerator reads it: the zigzag varint32 truncated to 16 bits.
@@ -359,7 +364,7 @@ pub fn read_map_header<I: WireInput>(input: &mut I, rules: Rules) -> Result<MapH
 #[inline(always)]
 pub fn read_list_header<I: WireInput>(input: &mut I, rules: Rules) -> Result<ListHeader, I::Error> {
     let byte = input.read_byte()?;
-    let mut size = i32::from(byte >> 4);
+    let mut size = i64::from(byte >> 4);
     if size == 15 {
         size = read_container_size(input, rules)?;
     }

@@ -32,6 +32,10 @@ pub enum CoreError {
     /// A compact container size above INT32_MAX.
     #[error("Container size limit exceeded")]
     ContainerSizeLimit,
+    /// A container the struct decoder was to read whose size is beyond INT32_MAX (thrift 0.24's compact encoding
+    /// answers one, and its C accelerator's FIX2INT refused it with RangeError).
+    #[error("integer {0} too big to convert to 'int'")]
+    IntOutOfRange(i64),
     /// A compact binary length above INT32_MAX.
     #[error("Binary size limit exceeded")]
     BinarySizeLimit,

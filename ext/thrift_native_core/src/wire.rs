@@ -36,19 +36,20 @@ impl FieldHeader {
 }
 
 /// A map header: key type, value type, size. The size is negative only where [`Rules::negative_sizes`] lets one
-/// through.
+/// through, and beyond INT32_MAX only under [`Varint32Rule::Dropping`] (thrift 0.24's compact encoding, which
+/// answers a size as the unsigned 32-bit value it read).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MapHeader {
     pub key: i8,
     pub value: i8,
-    pub size: i32,
+    pub size: i64,
 }
 
-/// A list or set header: element type, size (negative as in [`MapHeader`]).
+/// A list or set header: element type, size (negative or beyond INT32_MAX as in [`MapHeader`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ListHeader {
     pub element: i8,
-    pub size: i32,
+    pub size: i64,
 }
 
 /// Where the C accelerators of thrift versions read the same bytes differently, what the loaded one does. The
@@ -73,7 +74,10 @@ pub enum Varint32Rule {
     /// Before thrift 0.24: as a varint64 (whose 10-byte limit is kept: the old loop had none), then its low 32
     /// bits; a byte string's length whole (so that beyond INT32_MAX it is BinarySizeLimit).
     Wide,
-    /// thrift 0.24: at most 5 bytes, the 5th byte's bits beyond 32 dropped.
+    /// thrift 0.24: at most 5 bytes, the 5th byte's bits beyond 32 dropped; a container size is the unsigned value
+    /// (the struct decoder refuses one beyond INT32_MAX, as FIX2INT did, with [`CoreError::IntOutOfRange`]).
+    ///
+    /// [`CoreError::IntOutOfRange`]: crate::CoreError::IntOutOfRange
     Dropping,
     /// thrift master (THRIFT-6145): at most 5 bytes, bits beyond 32 refused.
     Refusing,

@@ -337,14 +337,14 @@ fn read_map_begin(ruby: &Ruby, rb_self: Value) -> Result<magnus::RArray, Error> 
     Ok(ruby.ary_new_from_values(&[
         rb::int(h.key.into()),
         rb::int(h.value.into()),
-        rb::int(h.size.into()),
+        rb::int(h.size),
     ]))
 }
 
 fn read_list_begin(ruby: &Ruby, rb_self: Value) -> Result<magnus::RArray, Error> {
     let rules = thrift().contract.rules();
     let h = binary::read_list_header(&mut Wire::new(ruby, &mut input(rb_self)), rules)?;
-    Ok(ruby.ary_new_from_values(&[rb::int(h.element.into()), rb::int(h.size.into())]))
+    Ok(ruby.ary_new_from_values(&[rb::int(h.element.into()), rb::int(h.size)]))
 }
 
 fn read_bool(ruby: &Ruby, rb_self: Value) -> Result<bool, Error> {

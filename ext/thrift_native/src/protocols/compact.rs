@@ -190,6 +190,9 @@ pub(crate) fn write_message_begin(
     let checked = checked_writes();
     let checked_seqid = if checked {
         Some(checked_i32(ruby, not_nil(ruby, seqid)?)?)
+    } else if thrift().contract.varint32_limit {
+        // thrift 0.24 takes the seqid (FIX2INT) before it writes anything, the type after the protocol id.
+        Some(num2int(seqid.as_raw())?)
     } else {
         None
     };
@@ -520,13 +523,13 @@ fn read_field_begin(ruby: &Ruby, rb_self: Value) -> Result<RArray, Error> {
 fn read_map_begin(ruby: &Ruby, rb_self: Value) -> Result<RArray, Error> {
     let rules = thrift().contract.rules();
     let h = compact::read_map_header(&mut Wire::new(ruby, &mut input(rb_self)), rules)?;
-    Ok(ruby.ary_new_from_values(&[int(h.key.into()), int(h.value.into()), int(h.size.into())]))
+    Ok(ruby.ary_new_from_values(&[int(h.key.into()), int(h.value.into()), int(h.size)]))
 }
 
 fn read_list_begin(ruby: &Ruby, rb_self: Value) -> Result<RArray, Error> {
     let rules = thrift().contract.rules();
     let h = compact::read_list_header(&mut Wire::new(ruby, &mut input(rb_self)), rules)?;
-    Ok(ruby.ary_new_from_values(&[int(h.element.into()), int(h.size.into())]))
+    Ok(ruby.ary_new_from_values(&[int(h.element.into()), int(h.size)]))
 }
 
 fn read_bool(ruby: &Ruby, rb_self: Value) -> Result<Value, Error> {

@@ -4,10 +4,11 @@
 //! Each native method makes the calls the loaded version's Ruby method makes, in its order, on the same receivers,
 //! each dispatched (`rb_funcall`): the protocol's methods, `args_class.new`, the argument setters, `data.write`, and
 //! the client's own methods it calls (`send_message_args`, `handle_exception`, `next_seqid!`, ...), so that a
-//! subclass, a mock or a redefined method sees what it sees with the library. Three versions of client.rb
+//! subclass, a mock or a redefined method sees what it sees with the library. Four versions of client.rb
 //! ([`Flavor`], probed at load time): 0.14/0.17 (`receive_message` reads the message begin and calls
-//! `handle_exception`), 0.19 (`receive_message_begin` and `reply_seqid` beside it), master (private
-//! `write_message` with sequence ids in `@pending_seqids`, the close after a failed send, `validate_message_begin`).
+//! `handle_exception`), 0.19 (`receive_message_begin` and `reply_seqid` beside it), 0.24 (sequence ids in
+//! `@pending_seqids` and `validate_message_begin`, sent by 0.19's methods), master (private `write_message`, which
+//! also closes the transport after a failed send).
 //!
 //! The arguments: an exact Hash whose `each` is Hash's is walked live (`rb_hash_foreach`, as `each` walks it: a
 //! setter that adds a key raises as in Ruby); anything else gets the library's own method. Each setter `"#{k}="` is
@@ -50,6 +51,9 @@ enum Flavor {
     V019 = 1,
     /// master: private `write_message`, `@pending_seqids`, `validate_message_begin`.
     Master = 2,
+    /// 0.24: `next_seqid!`, `@pending_seqids`, `validate_message_begin`; `send_message` and `send_oneway_message`
+    /// write the message begin and call 0.19's `send_message_args`.
+    V024 = 3,
 }
 
 static FLAVOR: AtomicU8 = AtomicU8::new(0);
@@ -58,6 +62,7 @@ fn flavor() -> Flavor {
     match FLAVOR.load(Ordering::Relaxed) {
         1 => Flavor::V019,
         2 => Flavor::Master,
+        3 => Flavor::V024,
         _ => Flavor::V014,
     }
 }
@@ -301,11 +306,7 @@ fn write_message_master(this: VALUE, args: &[VALUE; 4]) -> Result<VALUE, Error> 
         },
     };
     if equal(kind, k(&message_types().call))? {
-        let pending = ivar(this, &PENDING_SEQIDS, &IVAR_PENDING_SEQIDS);
-        if let Some(pushed) = super::array_call(pending, ArrayCall::Push(seqid)) {
-            return Ok(pushed);
-        }
-        return rb::funcall(pending, APPEND.get(), &[seqid]);
+        return push_pending(this, seqid);
     }
     Ok(flush_result)
 }
@@ -328,7 +329,25 @@ fn send(this: VALUE, kind: VALUE, args: &[Value]) -> Result<VALUE, Error> {
             super::direct::write_message_begin(ivar(this, &OPROT, &IVAR_OPROT), name, kind, seqid)?;
             call_self(this, SelfCall::SendMessageArgs, &[args_class, arguments])
         }
+        Flavor::V024 => {
+            let seqid = call_self(this, SelfCall::NextSeqid, &[])?;
+            super::direct::write_message_begin(ivar(this, &OPROT, &IVAR_OPROT), name, kind, seqid)?;
+            let sent = call_self(this, SelfCall::SendMessageArgs, &[args_class, arguments])?;
+            if !equal(kind, k(&message_types().call))? {
+                return Ok(sent);
+            }
+            push_pending(this, seqid)
+        }
     }
+}
+
+/// `@pending_seqids << seqid`.
+fn push_pending(this: VALUE, seqid: VALUE) -> Result<VALUE, Error> {
+    let pending = ivar(this, &PENDING_SEQIDS, &IVAR_PENDING_SEQIDS);
+    if let Some(pushed) = super::array_call(pending, ArrayCall::Push(seqid)) {
+        return Ok(pushed);
+    }
+    rb::funcall(pending, APPEND.get(), &[seqid])
 }
 
 fn rb_sys_hash_new() -> VALUE {
@@ -365,7 +384,7 @@ fn send_message_args(rb_self: Value, args_class: Value, args: Value) -> Result<V
             SelfCall::WriteMessage,
             &[rb::QNIL, rb::QNIL, args_class.as_raw(), args.as_raw()],
         ),
-        Flavor::V014 | Flavor::V019 => {
+        Flavor::V014 | Flavor::V019 | Flavor::V024 => {
             send_message_args_v014(this, args_class.as_raw(), args.as_raw())
         }
     }
@@ -388,7 +407,7 @@ fn write_message(
     write_message_master(rb_self.as_raw(), &args).map(rb::returned)
 }
 
-/// master's `next_seqid!`: `@seqid`, and the next one (after MAX_SEQUENCE_ID, MIN_SEQUENCE_ID) stored.
+/// 0.24's and master's `next_seqid!`: `@seqid`, and the next one (after MAX_SEQUENCE_ID, MIN_SEQUENCE_ID) stored.
 fn next_seqid(rb_self: Value) -> Result<Value, Error> {
     next_seqid_of(rb_self.as_raw()).map(rb::returned)
 }
@@ -407,7 +426,7 @@ fn next_seqid_of(this: VALUE) -> Result<VALUE, Error> {
     Ok(seqid)
 }
 
-/// master's `dequeue_pending_seqid`: `@pending_seqids.shift`.
+/// 0.24's and master's `dequeue_pending_seqid`: `@pending_seqids.shift`.
 fn dequeue_pending_seqid(rb_self: Value) -> Result<Value, Error> {
     dequeue_pending_seqid_of(rb_self.as_raw()).map(rb::returned)
 }
@@ -445,7 +464,7 @@ fn message_type(iprot: VALUE) -> Result<VALUE, Error> {
     Ok(mtype)
 }
 
-/// 0.19 and master: `fname, mtype, rseqid = @iprot.read_message_begin; [fname, mtype, rseqid]`, where our own
+/// 0.19 on: `fname, mtype, rseqid = @iprot.read_message_begin; [fname, mtype, rseqid]`, where our own
 /// method reads it without the Array it answers (`super::read_begin`).
 fn receive_message_begin(rb_self: Value) -> Result<Value, Error> {
     let iprot = ivar(rb_self.as_raw(), &IPROT, &IVAR_IPROT);
@@ -463,7 +482,7 @@ fn receive_message_begin(rb_self: Value) -> Result<Value, Error> {
 }
 
 /// The ApplicationException read from the input (and its message end), raised: 0.14-0.19's `handle_exception` for
-/// an EXCEPTION message, master's `raise_application_exception`.
+/// an EXCEPTION message, 0.24's and master's `raise_application_exception`.
 fn raise_application_exception(this: VALUE) -> Error {
     let read = || -> Result<VALUE, Error> {
         let class = K.application_exception.load(Ordering::Relaxed) as VALUE;
@@ -509,7 +528,7 @@ fn application_error(code: &AtomicI64, expected_name: VALUE, what: &str) -> Erro
     }
 }
 
-/// master's `validate_message_begin(fname, mtype, rseqid, expected_name)`.
+/// 0.24's and master's `validate_message_begin(fname, mtype, rseqid, expected_name)`.
 fn validate_message_begin(
     rb_self: Value,
     fname: Value,
@@ -574,6 +593,8 @@ pub fn init(ruby: &Ruby) -> Result<(), Error> {
     };
     let flavor = if private_defined("write_message")? {
         Flavor::Master
+    } else if public_defined("validate_message_begin")? {
+        Flavor::V024
     } else if public_defined("receive_message_begin")? {
         Flavor::V019
     } else {
@@ -594,7 +615,7 @@ pub fn init(ruby: &Ruby) -> Result<(), Error> {
     rb::pin_forever(application_exception.as_raw());
     K.application_exception
         .store(application_exception.as_raw() as usize, Ordering::Relaxed);
-    if flavor == Flavor::Master {
+    if matches!(flavor, Flavor::Master | Flavor::V024) {
         let seq = |name: &str| client.const_get::<_, i64>(name);
         store(&K.min_seqid, &seq, "MIN_SEQUENCE_ID")?;
         store(&K.max_seqid, &seq, "MAX_SEQUENCE_ID")?;
@@ -603,6 +624,12 @@ pub fn init(ruby: &Ruby) -> Result<(), Error> {
     let self_called = match flavor {
         Flavor::Master => vec![
             "write_message",
+            "next_seqid!",
+            "dequeue_pending_seqid",
+            "raise_application_exception",
+        ],
+        Flavor::V024 => vec![
+            "send_message_args",
             "next_seqid!",
             "dequeue_pending_seqid",
             "raise_application_exception",
@@ -645,19 +672,21 @@ pub fn init(ruby: &Ruby) -> Result<(), Error> {
                 magnus::method!(handle_exception, 1),
             )?;
         }
-        Flavor::Master => {
+        Flavor::Master | Flavor::V024 => {
             registry::define_method(
                 ruby,
                 client,
                 "validate_message_begin",
                 magnus::method!(validate_message_begin, 4),
             )?;
-            registry::define_private_method(
-                ruby,
-                client,
-                "write_message",
-                magnus::method!(write_message, 4),
-            )?;
+            if flavor == Flavor::Master {
+                registry::define_private_method(
+                    ruby,
+                    client,
+                    "write_message",
+                    magnus::method!(write_message, 4),
+                )?;
+            }
             registry::define_private_method(
                 ruby,
                 client,

@@ -334,8 +334,8 @@ fn write_error_method(
     )
 }
 
-/// Whether the loaded `Processor#process` checks the message type first (master's THRIFT-6146): its source reads
-/// `MessageTypes::ONEWAY`, which 0.14-0.19's never does. Asked of the method's iseq (RubyVM::InstructionSequence).
+/// Whether the loaded `Processor#process` checks the message type first (master's THRIFT-6146): the file that defines
+/// it (`source_location`) has the check's message, "Invalid message type", which 0.14-0.24's never has.
 fn master_process(ruby: &Ruby, processor: RModule) -> Result<bool, Error> {
     use magnus::value::ReprValue;
     let _ = ruby;

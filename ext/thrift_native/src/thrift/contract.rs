@@ -91,7 +91,8 @@ contract! {
     "#;
 
     /// thrift master (`BaseProtocol::MAX_CONTAINER_SIZE`, THRIFT-6136): a compact list, set or map size beyond
-    /// INT32_MAX is ProtocolException(SIZE_LIMIT). Before, `read_*_begin` returned it as a negative int32.
+    /// INT32_MAX is ProtocolException(SIZE_LIMIT). Before, `read_*_begin` returned it as a negative int32 (0.24: as
+    /// the unsigned value, which the struct decoder's FIX2INT refused with RangeError).
     container_size_limit = r#"Thrift::BaseProtocol.const_defined?(:MAX_CONTAINER_SIZE, false)"#;
 
     /// thrift master (the pure `MemoryBufferTransport#read(-1)` raises TransportException, THRIFT-6099, the batch of

@@ -117,6 +117,13 @@ pub fn from_core(ruby: &Ruby, error: CoreError) -> Error {
         CoreError::NegativeContainerSize => {
             protocol(thrift().codes.negative_size, &error.to_string())
         }
+        // FIX2INT's own RangeError, worded by this Ruby (3.4 quotes 'int', 3.1 `int').
+        CoreError::IntOutOfRange(n) => {
+            match crate::ruby::rb::num2int(crate::ruby::rb::integer(n)) {
+                Err(range_error) => range_error,
+                Ok(_) => exception(ruby.exception_range_error(), &error.to_string()),
+            }
+        }
         CoreError::ContainerSizeLimit | CoreError::BinarySizeLimit => {
             protocol(thrift().codes.size_limit, &error.to_string())
         }

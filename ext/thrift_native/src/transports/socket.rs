@@ -8,14 +8,17 @@
 //! Only for a [`PlainSocket`]: an exact, unfrozen instance of one of the two classes, while none of their methods
 //! (nor BaseTransport's `read_all` and `flush`) has changed, with a `@handle` whose `readpartial` and `write` are
 //! IO's own, and either no timeout (`@timeout` nil or 0: the library's untimed branch, one `readpartial` or `write`
-//! per call) or master's timed branch as [`timed`] serves it (`read_nonblock`/`write_nonblock` and a wait, what
-//! master's servers give every accepted socket). Anything else gets the socket's Ruby methods, called as before. A socket that is not open raises the loaded
-//! version's error (IOError "closed stream" on 0.14-0.19, a TransportException with that message on master).
+//! per call) or 0.24's and master's timed branch as [`timed`] serves it (`read_nonblock`/`write_nonblock` and a
+//! wait, what master's servers give every accepted socket). Anything else gets the socket's Ruby methods, called as
+//! before. A socket that is not open raises the loaded version's error (IOError "closed stream" on 0.14-0.19, a
+//! TransportException with that message on 0.24 and master).
 //!
-//! The two versions of socket.rb differ in what a failed `readpartial` or `write` does before it raises
+//! The versions of socket.rb differ in what a failed `readpartial` or `write` does before it raises
 //! `TransportException::NOT_OPEN` with the error's message (as its cause): 0.14-0.19 close `@handle` themselves
-//! (`close unless closed?` on a read, `close` on a write) and set it to nil; master calls the socket's `close`, and
-//! also closes on a TransportException. [`MASTER_RESCUE`] says which, probed by master's private `close_socket`.
+//! (`close unless closed?` on a read, `close` on a write) and set it to nil; 0.24 and master close it through the
+//! private `close_socket` and set it to nil, as their `close` does ([`MASTER_RESCUE`], probed by `close_socket`).
+//! master also closes on a TransportException (a timed read's or write's TIMED_OUT), which 0.24 passes on with the
+//! socket open ([`CLOSES_ON_TRANSPORT_ERROR`], probed by what `read` does with a handle that raises one).
 //! `read_all`'s versions (master checks for an empty or frozen chunk) agree for a socket: `read` never answers an
 //! empty String (it raises) and `readpartial` answers a BINARY one that is not frozen (a new one, or the caller's
 //! spent buffer, see `read_into`).
@@ -55,8 +58,11 @@ static TIMEOUT: IvarSite = IvarSite::new();
 static HANDLE: IvarSite = IvarSite::new();
 static SOCKET: AtomicUsize = AtomicUsize::new(0);
 static UNIX_SOCKET: AtomicUsize = AtomicUsize::new(0);
-/// master's socket.rb: a failed read or write calls `close` (TransportExceptions too); see the top of this file.
+/// 0.24's and master's socket.rb: a failed read or write closes the socket as `close` does, "closed stream" is a
+/// TransportException, a timed read waits after `read_nonblock`; see the top of this file.
 static MASTER_RESCUE: AtomicBool = AtomicBool::new(false);
+/// master's socket.rb: a TransportException raised inside `read` or `write` closes the socket too.
+static CLOSES_ON_TRANSPORT_ERROR: AtomicBool = AtomicBool::new(false);
 static NOT_OPEN: AtomicI64 = AtomicI64::new(1);
 static UNKNOWN: AtomicI64 = AtomicI64::new(0);
 
@@ -261,7 +267,7 @@ impl PlainSocket {
         };
         let master = MASTER_RESCUE.load(Ordering::Relaxed);
         if e.is_kind_of(transport_exception()) {
-            if master {
+            if CLOSES_ON_TRANSPORT_ERROR.load(Ordering::Relaxed) {
                 use magnus::rb_sys::AsRawValue;
                 let closed = crate::ruby::rescue::rescuing(exception.as_raw(), |r| {
                     r.call(self.this, CLOSE.get(), &[])
@@ -288,7 +294,8 @@ impl PlainSocket {
         }
     }
 
-    /// master: `close`. 0.14-0.19: `@handle.close` (`unless @handle.closed?` on a read), `@handle = nil`.
+    /// 0.24 and master: `close` (0.24 spells it out: `close_socket(@handle)`, `@handle = nil`). 0.14-0.19:
+    /// `@handle.close` (`unless @handle.closed?` on a read), `@handle = nil`.
     fn clean_up(
         self,
         r: &crate::ruby::rescue::Rescue,
@@ -310,7 +317,7 @@ impl PlainSocket {
     }
 }
 
-/// `raise IOError, "closed stream" unless open?` (master: a TransportException::NOT_OPEN of that message).
+/// `raise IOError, "closed stream" unless open?` (0.24 and master: a TransportException::NOT_OPEN of that message).
 #[cold]
 fn closed_stream() -> Error {
     if MASTER_RESCUE.load(Ordering::Relaxed) {
@@ -467,6 +474,31 @@ fn raise_not_open(message: VALUE, cause: VALUE) -> Error {
     }
 }
 
+/// Whether the loaded `Thrift::Socket#read` closes the socket when a TransportException is raised inside it: asked
+/// of the library's method with a stand-in handle whose `readpartial` raises one (no IO is made).
+fn closes_on_transport_error(ruby: &Ruby) -> bool {
+    const PROBE: &str = r#"
+        begin
+          closed = false
+          handle = Object.new
+          handle.define_singleton_method(:closed?) { closed }
+          handle.define_singleton_method(:close) { closed = true }
+          handle.define_singleton_method(:readpartial) { |*| raise Thrift::TransportException.new(Thrift::TransportException::TIMED_OUT, "probe") }
+          socket = Thrift::Socket.allocate
+          socket.instance_variable_set(:@handle, handle)
+          socket.instance_variable_set(:@timeout, nil)
+          begin
+            socket.read(1)
+          rescue Thrift::TransportException
+          end
+          closed
+        rescue StandardError
+          false
+        end
+    "#;
+    ruby.eval::<bool>(PROBE).unwrap_or(false)
+}
+
 pub fn init(ruby: &Ruby) -> Result<(), Error> {
     use magnus::rb_sys::AsRawValue;
     use magnus::value::ReprValue;
@@ -488,6 +520,7 @@ pub fn init(ruby: &Ruby) -> Result<(), Error> {
     let master: bool =
         socket.funcall("private_method_defined?", (ruby.to_symbol("close_socket"),))?;
     MASTER_RESCUE.store(master, Ordering::Relaxed);
+    CLOSES_ON_TRANSPORT_ERROR.store(master && closes_on_transport_error(ruby), Ordering::Relaxed);
     timed::init(ruby, exception)?;
     watch_handle_classes(ruby)?;
     for class in [socket, unix_socket, base] {

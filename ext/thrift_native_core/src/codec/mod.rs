@@ -109,6 +109,8 @@ pub struct FieldBegin {
 /// A list or set header as a source gives it. `negative`: the protocol answered a negative size (thrift before 0.24
 /// lets one through, [`crate::wire::Rules`]); `size` is then 0 and the builder says what it means
 /// ([`Build::negative_size`]).
+/// A `size` beyond INT32_MAX comes only from thrift 0.24's compact encoding: the decoder refuses a container field of
+/// one and skips one element by element, as the protocol's Ruby `skip` does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ListBegin {
     pub element: i64,

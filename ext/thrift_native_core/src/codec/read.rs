@@ -306,6 +306,7 @@ where
         }
         Kind::List(element) => {
             let header = src.list_begin(Sequence::List)?;
+            refuse_beyond_int(b, header.size)?;
             let matched = element.as_deref().filter(|e| e.code == header.element);
             if header.negative {
                 b.negative_size(Container::List, matched.is_some())?;
@@ -326,6 +327,7 @@ where
         }
         Kind::Set(element) => {
             let header = src.list_begin(Sequence::Set)?;
+            refuse_beyond_int(b, header.size)?;
             let matched = element.as_deref().filter(|e| e.code == header.element);
             if header.negative {
                 b.negative_size(Container::Set, matched.is_some())?;
@@ -352,6 +354,7 @@ where
         }
         Kind::Map(key, value) => {
             let header = src.map_begin()?;
+            refuse_beyond_int(b, header.size)?;
             let declared = key.as_deref().zip(value.as_deref());
             let empty = header.size == 0 && !header.negative;
             // An empty map is read whatever its types say (the compact encoding sends none).
@@ -380,6 +383,16 @@ where
         }
         Kind::Unknown => Err(b.error(CoreError::UnknownReadType(ty.code))),
     }
+}
+
+/// A container size beyond INT32_MAX (thrift 0.24's compact encoding answers one): the C accelerator's struct decoder
+/// took it with FIX2INT, which raised RangeError whether the container was to be read or skipped.
+#[inline(always)]
+fn refuse_beyond_int<V: Values>(b: &V, size: usize) -> Result<(), V::Error> {
+    if size > i32::MAX as usize {
+        return Err(b.error(CoreError::IntOutOfRange(size as i64)));
+    }
+    Ok(())
 }
 
 /// A container whose element types differ from the declared ones: every element skipped, the value nil.

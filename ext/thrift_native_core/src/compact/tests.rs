@@ -169,9 +169,13 @@ const LEGACY: Rules = Rules {
     varint32: Varint32Rule::Wide,
 };
 const MASTER: Rules = Rules::MASTER;
-/// thrift 0.24's varint32.
+/// thrift 0.24's rules: its varint32, and a compact container size beyond INT32_MAX answered (unsigned).
 const DROPPING: Rules = Rules {
     varint32: Varint32Rule::Dropping,
+    negative_sizes: crate::wire::NegativeSizes {
+        binary: false,
+        compact: true,
+    },
     ..Rules::MASTER
 };
 
@@ -245,7 +249,14 @@ fn older_thrifts_answer_negative_sizes_and_cut_varint32s() {
     };
     assert_eq!(read_list_header(&mut bytes(&size), LEGACY), Ok(list));
     let map = read_map_header(&mut bytes(&[0x80, 0x80, 0x80, 0x80, 0x08, 0x55]), LEGACY);
-    assert_eq!(map.map(|h| h.size), Ok(i32::MIN));
+    assert_eq!(map.map(|h| h.size), Ok(i32::MIN.into()));
+    // thrift 0.24 answers the unsigned value (its varint32 is a uint32).
+    let map = read_map_header(&mut bytes(&[0x80, 0x80, 0x80, 0x80, 0x08, 0x55]), DROPPING);
+    assert_eq!(map.map(|h| h.size), Ok(1 << 31));
+    assert_eq!(
+        read_list_header(&mut bytes(&size), DROPPING).map(|h| h.size),
+        Ok(u32::MAX.into())
+    );
     // A byte string's length stays limited: a transport may allocate what `read_all` is asked for.
     assert_eq!(
         read_size(&mut bytes(&size[1..]), LEGACY),
@@ -290,7 +301,7 @@ fn container_headers_round_trip() {
             read_list_header(&mut bytes(&b[..n]), Rules::MASTER),
             Ok(ListHeader {
                 element: ttype::I32 as i8,
-                size: size as i32
+                size: size.into()
             })
         );
         let (b, n) = map_header(ctype::BINARY, ctype::STRUCT, size);
@@ -304,7 +315,7 @@ fn container_headers_round_trip() {
             Ok(MapHeader {
                 key: expected.0,
                 value: expected.1,
-                size: size as i32
+                size: size.into()
             })
         );
     }

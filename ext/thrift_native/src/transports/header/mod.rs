@@ -8,6 +8,10 @@
 //! do what they do); anything else runs the library's own method, captured at load time. Frames from a socket (or
 //! any Ruby transport) are read in 1 MiB `read_all` calls, so that a declared size allocates nothing ahead of the
 //! bytes received; the Ruby library asks for the whole frame in one call.
+//!
+//! Only master's HeaderTransport ([`masters_transport`]): thrift 0.24's, the first release with one, has other limits
+//! and messages (no bound on an unframed message, a frame size checked before the header is added, "Attempting to
+//! send frame that is too large", EOFError where master raises END_OF_FILE) and keeps its Ruby methods.
 
 use magnus::{Error, Ruby};
 use rb_sys::VALUE;
@@ -395,16 +399,36 @@ fn write(_ruby: &Ruby, rb_self: magnus::Value, buf: magnus::Value) -> Result<mag
 pub mod fast;
 mod flush;
 
+/// Whether the loaded HeaderTransport is master's, whose limits the native methods keep: the private methods of
+/// master's limit on an unframed message (`read_unframed`) and on a frame written (`validate_frame_size!`), which
+/// came in the change that gave the read side its END_OF_FILE errors.
+fn masters_transport(ruby: &Ruby, class: magnus::RClass) -> Result<bool, Error> {
+    use magnus::value::ReprValue;
+    for name in ["read_unframed", "validate_frame_size!"] {
+        let defined: bool = class
+            .as_value()
+            .funcall("private_method_defined?", (ruby.to_symbol(name),))?;
+        if !defined {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
 pub fn init(ruby: &Ruby) -> Result<(), Error> {
     let Some(h) = classes() else {
         return Ok(());
     };
+    // SAFETY: HeaderTransport is pinned at load time.
+    let class = magnus::RClass::from_value(unsafe { rb::value(h.transport) }).expect("a class");
+    if !masters_transport(ruby, class)? {
+        GUARD.trip(); // every use of the native paths (structs through HeaderProtocol too) asks `owns`
+        return Ok(());
+    }
     ORIGINALS.keep(ruby, h.transport, false)?;
     GUARD.watch(h.transport, Watch::Every);
     INFLATE.watch(h.zlib_inflate, Watch::EveryWithSingleton);
     DEFLATE.watch(h.zlib_deflate, Watch::EveryWithSingleton);
-    // SAFETY: HeaderTransport is pinned at load time.
-    let class = magnus::RClass::from_value(unsafe { rb::value(h.transport) }).expect("a class");
     use crate::ruby::registry::define_method;
     define_method(ruby, class, "read", magnus::method!(read, 1))?;
     define_method(ruby, class, "write", magnus::method!(write, 1))?;

@@ -1,6 +1,6 @@
-//! thrift master's timed `Thrift::Socket#read` and `#write` (`@timeout` set and not 0), which every socket accepted by
-//! master's ServerSocket and UNIXServerSocket has (`client_timeout`, 5 s by default): so a master server's every read
-//! and write. The library's steps: a deadline of now + `@timeout`; `@handle.read_nonblock(sz)` until it answers, and
+//! thrift 0.24's and master's timed `Thrift::Socket#read` and `#write` (`@timeout` set and not 0), which every
+//! socket accepted by their ServerSocket and UNIXServerSocket has (`client_timeout`, 5 s by default): so such a
+//! server's every read and write. The library's steps: a deadline of now + `@timeout`; `@handle.read_nonblock(sz)` until it answers, and
 //! while it raises IO::WaitReadable (or WaitWritable) `wait_for` the handle with IO.select, raising
 //! TransportException::TIMED_OUT ("Socket: Timed out reading N bytes from DESC") once the deadline has passed;
 //! `write_nonblock` of what is left of the String the same way ("... writing N bytes to DESC"), answering the bytes
@@ -15,7 +15,7 @@
 //!
 //! Only where those methods are BasicSocket's own on a handle of exactly ::Socket, ::TCPSocket or ::UNIXSocket (a
 //! change to either method on any class between those and IO trips [`GUARD`]), and only for an `@timeout` that is an
-//! Integer or a finite Float; other sockets keep master's Ruby methods. thrift 0.14-0.19 wait first and then
+//! Integer or a finite Float; other sockets keep the library's Ruby methods. thrift 0.14-0.19 wait first and then
 //! `readpartial`; their timed sockets (set only by a caller) keep the library's methods too.
 
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
