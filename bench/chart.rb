@@ -75,6 +75,8 @@ def ratio(base, mine) = format("%.1fx", base / mine)
 def esc(text) = text.to_s.gsub("&", "&amp;").gsub("<", "&lt;").gsub(">", "&gt;").gsub('"', "&quot;")
 
 meta = files["structs"]
+# bin/bench's quick run saves into headline/ (bench/quick.rb); the full one (bench/run.rb) beside it.
+run_name = File.basename(RESULTS_DIR) == "headline" ? "bin/bench (bench/quick.rb)" : "bin/bench --full (bench/run.rb, #{meta["seconds_per_measurement"]} s a measurement)"
 ruby = meta["ruby"][/\Aruby \S+/] || meta["ruby"]
 recorded = meta["recorded_at"].to_s[0, 10]
 source = RESULTS_DIR.delete_prefix("#{ROOT}/")
@@ -102,8 +104,7 @@ svg << %(<rect width="#{WIDTH}" height="#{height}" fill="#ffffff"/>)
 svg << %(<text x="12" y="24" font-size="16" font-weight="bold">) +
        esc("Struct read and write: time per operation, scaled to pure Ruby's (shorter is faster)") + %(</text>)
 svg << %(<text x="12" y="42" fill="#555555">) +
-       esc("#{ruby}; bench/run.rb of #{recorded}, #{meta["seconds_per_measurement"]} s a measurement; " \
-           "data: #{source}/") + %(</text>)
+       esc("#{ruby}; #{run_name} of #{recorded}; data: #{source}/") + %(</text>)
 svg << %(<text x="12" y="58" fill="#555555">) +
        esc("pure Ruby and thrift_native on thrift #{library}'s library, the C accelerator with thrift " \
            "#{c_version}'s") + %(</text>)

@@ -13,6 +13,7 @@
 # exchange byte strings of the sizes of each call's request and reply frames (made once by the pure-Ruby library)
 # with IO#write and IO#read and nothing else.
 #   ruby bench/rpc.rb pure|c|c-master|ours|floor [seconds per measurement]
+# BENCH_ONLY="tcp framed binary": the calls of that stack alone (selection.rb), e.g. "tcp framed binary small".
 
 require "json"
 require "socket"
@@ -21,6 +22,7 @@ require "fileutils"
 require_relative "../test_support/accelerator"
 require_relative "../test_support/codec_types"
 require_relative "../test_support/codec_samples"
+require_relative "selection"
 
 IMPL = ARGV.fetch(0)
 SECONDS = Float(ARGV.fetch(1, "0.5"))
@@ -149,9 +151,11 @@ end
 
 Dir.mktmpdir("thrift_native_rpc") do |dir|
   stacks = %w[tcp unix].product(TRANSPORTS.keys, %w[binary compact]).reject { |_, t, p| t == MUX && p == "compact" }
+  stacks.select! { |stack| Selection.wanted?(stack.join(" ")) }
   stacks.each do |socket, transport, protocol|
+    calls = %w[small large].select { |call| Selection.wanted?("#{socket} #{transport} #{protocol} #{call}") }
     if FLOOR
-      %w[small large].each do |call|
+      calls.each do |call|
         result = measure_floor(socket, *frames(transport, protocol, call), dir)
         puts JSON.generate({ impl: IMPL, op: "#{socket} #{transport} #{protocol} #{call}" }.merge(result))
         $stdout.flush
@@ -173,7 +177,7 @@ Dir.mktmpdir("thrift_native_rpc") do |dir|
       trans = TRANSPORTS.fetch(transport).new(connect.call)
       trans.open
       client = BenchService::Bench::Client.new(client_protocol(transport, protocol, trans))
-      %w[small large].each do |call|
+      calls.each do |call|
         result = measure(client, call, SECONDS)
         puts JSON.generate({ impl: IMPL, op: "#{socket} #{transport} #{protocol} #{call}" }.merge(result))
         $stdout.flush

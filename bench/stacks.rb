@@ -9,12 +9,14 @@
 #   ruby bench/stacks.rb pure|c|c-master|ours|pure-master|ours-master [seconds, unused] [binary|compact] [header]
 # With `header`, only the HeaderProtocol stacks (thrift master's library: the *-master accelerators); without, only
 # the others (bench/run.rb measures the two sets apart, each under one library for every column).
+# BENCH_QUICK=1: 4,000 small and 1 large, best of 2; BENCH_ONLY="framed small": that stack and struct alone.
 
 require "json"
 require "stringio"
 require_relative "../test_support/accelerator"
 require_relative "../test_support/codec_types"
 require_relative "../test_support/codec_samples"
+require_relative "selection"
 
 IMPL = ARGV.fetch(0)
 PROTOCOL_NAME = ARGV.fetch(2, "binary")
@@ -24,7 +26,7 @@ Accelerator.exit_unless_structs_run
 PROTOCOL = Accelerator.protocol_class(PROTOCOL_NAME)
 
 # Best of ROUNDS: this machine is a VM whose speed varies; the fastest round is the least disturbed.
-ROUNDS = 3
+ROUNDS = Selection.pick(3, 2)
 
 def measure(count, prepare)
   Array.new(ROUNDS) do
@@ -91,9 +93,13 @@ def drain(sink)
   sink.is_a?(StringIO) ? sink.string.dup.tap { sink.truncate(0); sink.rewind } : sink.read(sink.available)
 end
 
-[["small", CodecSamples.small, CodecTest::Small, 20_000],
- ["large", CodecSamples.large, CodecTest::Level, 3]].each do |name, sample, klass, count|
-  STACKS.each do |stack, make|
+[["small", -> { CodecSamples.small }, CodecTest::Small, Selection.pick(20_000, 4_000)],
+ ["large", -> { CodecSamples.large }, CodecTest::Level, Selection.pick(3, 1)]].each do |name, sample_of, klass, count|
+  stacks = STACKS.select { |stack, _| Selection.wanted?("#{stack} #{name}") }
+  next if stacks.empty?
+
+  sample = sample_of.call
+  stacks.each do |stack, make|
     prot, trans, sink = make[:writer].call
     sample.write(prot)
     trans.flush

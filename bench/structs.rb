@@ -5,6 +5,7 @@
 # (four levels of lists and i32/i64/double/string-keyed maps, about 1.6 MB in binary) read and written a few times.
 # Run by bench/run.rb in a child process per accelerator; prints one JSON line per measurement.
 #   ruby bench/structs.rb pure|c|c-master|ours [seconds, unused] [binary|compact|json]
+# BENCH_QUICK=1: 4,000 small and 1 large, best of 2; BENCH_ONLY=small (or large): that struct alone (selection.rb).
 # With json the large struct has three levels instead of four (124 KB of JSON): pure Ruby writes the
 # four-level one in over a second.
 
@@ -12,18 +13,19 @@ require "json"
 require_relative "../test_support/accelerator"
 require_relative "../test_support/codec_types"
 require_relative "../test_support/codec_samples"
+require_relative "selection"
 
 ENV["PROTOCOL"] = ARGV.fetch(2, "binary")
 Accelerator.load(ARGV.fetch(0))
 CodecTypes.load!
 Accelerator.exit_unless_structs_run
 
-SMALL_COUNT = 20_000
-LARGE_COUNT = 3
+SMALL_COUNT = Selection.pick(20_000, 4_000)
+LARGE_COUNT = Selection.pick(3, 1)
 LARGE_LEVELS = ENV["PROTOCOL"] == "json" ? 3 : 4
 
 # Best of ROUNDS: this machine is a VM whose neighbours come and go, and the fastest round is the least disturbed.
-ROUNDS = 3
+ROUNDS = Selection.pick(3, 2)
 
 def measure(count, &block)
   Array.new(ROUNDS) { measure_once(count, &block) }.min_by { |r| r[:seconds] }
@@ -45,8 +47,11 @@ def report(op, count, bytes, result)
   $stdout.flush
 end
 
-[["small", CodecSamples.small, CodecTest::Small, SMALL_COUNT],
- ["large", CodecSamples.large(LARGE_LEVELS), CodecTest::Level, LARGE_COUNT]].each do |name, sample, klass, count|
+[["small", -> { CodecSamples.small }, CodecTest::Small, SMALL_COUNT],
+ ["large", -> { CodecSamples.large(LARGE_LEVELS) }, CodecTest::Level, LARGE_COUNT]].each do |name, make, klass, count|
+  next unless Selection.wanted?(name)
+
+  sample = make.call
   trans = Thrift::MemoryBufferTransport.new
   prot = Accelerator.protocol_class.new(trans)
   sample.write(prot)
