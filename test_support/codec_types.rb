@@ -30,9 +30,9 @@ module CodecTypes
   # bench/idl/bench_service.thrift, which includes codec_test.thrift). thrift master's Client expects generated
   # clients to call its receive_message_begin, which Debian 12's compiler (0.17) does not: with master's
   # library (THRIFT_MASTER_RB) loaded, the code comes from THRIFT_MASTER_COMPILER (a compiler built from the same
-  # checkout); otherwise from THRIFT_COMPILER where set (bin/matrix: thrift 0.24's own, for its library) or the
-  # installed compiler, which matches the installed library (0.17 with Debian 12's ruby-thrift 0.14, whose Client is
-  # the same; 0.19 with 0.19 in the Debian 13 root of bin/matrix).
+  # checkout); otherwise from THRIFT_COMPILER where set (bin/matrix: thrift 0.19's or 0.24's own, for its
+  # library) or the installed compiler, which matches the installed library (0.17 with Debian 12's ruby-thrift 0.14,
+  # whose Client is the same; 0.19 with 0.19 in the Debian 13 root of bin/matrix).
   # `service` names the file the service is generated into (its name, in snake case). Code that does not fit the
   # loaded Client (client_code_fits?) raises at once: its calls would read a reply's header as its body, or wait
   # for bytes that never come.
@@ -49,9 +49,9 @@ module CodecTypes
 
   # Whether the loaded Thrift::Client runs the client code load_service! generates: a Client whose
   # receive_message leaves the message header to receive_message_begin (0.19 and later) needs code that calls it,
-  # and code that calls validate_message_begin (master's) a Client that has it. Debian 12's compiler (0.17) against
-  # thrift 0.19's library built for a host Ruby fits neither way; 0.19 is tried with its own compiler in the
-  # Debian 13 root of bin/matrix.
+  # and code that calls validate_message_begin (0.24's and master's) a Client that has it. Debian 12's compiler (0.17)
+  # against thrift 0.19's library fits neither way: bin/matrix gives a host Ruby's 0.19 cell 0.19's own compiler
+  # (THRIFT_COMPILER), and the Debian 13 root has Debian's.
   def self.client_code_fits?(service_idl, service = "bench")
     out, compiler = service_compiler
     code = File.read(File.join(generate(service_idl, "#{service}.rb", out: out, compiler: compiler), "#{service}.rb"))
