@@ -20,6 +20,11 @@
 //! where that is our own method on an exact protocol, is read without the name String and the Array it drops.
 
 mod own;
+mod seqids;
+
+use seqids::{
+    dequeue_pending_seqid, dequeue_pending_seqid_of, next_seqid, next_seqid_of, push_pending,
+};
 
 use std::sync::atomic::{AtomicI64, AtomicU8, AtomicUsize, Ordering};
 
@@ -28,14 +33,14 @@ use magnus::{Error, Module, RModule, Ruby, Value};
 use rb_sys::{ID, VALUE};
 
 use super::decorated::Forwarded;
-use super::{basic, destructure, equal, k, message_types, not_equal, ArrayCall};
+use super::{basic, destructure, equal, k, message_types, not_equal};
 use crate::protocols::message_name::NameRead;
 use crate::ruby::guard::Originals;
 use crate::ruby::ivars::IvarSite;
 use crate::ruby::names::{
-    APPEND, CLOSE, DEQUEUE_PENDING_SEQID, EACH_ID, HANDLE_EXCEPTION, IVAR_IPROT, IVAR_OPROT,
-    IVAR_PENDING_SEQIDS, IVAR_SEQID, NEW, NEXT_SEQID, PLUS, RAISE_APPLICATION_EXCEPTION, READ,
-    READ_MESSAGE_BEGIN, SEND, SEND_MESSAGE_ARGS, SHIFT, TO_S, TRANS, WRITE_MESSAGE,
+    CLOSE, DEQUEUE_PENDING_SEQID, EACH_ID, HANDLE_EXCEPTION, IVAR_IPROT, IVAR_OPROT, IVAR_SEQID,
+    NEW, NEXT_SEQID, RAISE_APPLICATION_EXCEPTION, READ, READ_MESSAGE_BEGIN, SEND,
+    SEND_MESSAGE_ARGS, TO_S, TRANS, WRITE_MESSAGE,
 };
 use crate::ruby::{rb, registry};
 use crate::struct_codec::calls::{self, Made, ReusedArgs};
@@ -341,15 +346,6 @@ fn send(this: VALUE, kind: VALUE, args: &[Value]) -> Result<VALUE, Error> {
     }
 }
 
-/// `@pending_seqids << seqid`.
-fn push_pending(this: VALUE, seqid: VALUE) -> Result<VALUE, Error> {
-    let pending = ivar(this, &PENDING_SEQIDS, &IVAR_PENDING_SEQIDS);
-    if let Some(pushed) = super::array_call(pending, ArrayCall::Push(seqid)) {
-        return Ok(pushed);
-    }
-    rb::funcall(pending, APPEND.get(), &[seqid])
-}
-
 fn rb_sys_hash_new() -> VALUE {
     // SAFETY: rb_hash_new allocates an empty Hash (the default `args = {}`), held on the caller's stack.
     unsafe { rb_sys::rb_hash_new() }
@@ -405,38 +401,6 @@ fn write_message(
         args.as_raw(),
     ];
     write_message_master(rb_self.as_raw(), &args).map(rb::returned)
-}
-
-/// 0.24's and master's `next_seqid!`: `@seqid`, and the next one (after MAX_SEQUENCE_ID, MIN_SEQUENCE_ID) stored.
-fn next_seqid(rb_self: Value) -> Result<Value, Error> {
-    next_seqid_of(rb_self.as_raw()).map(rb::returned)
-}
-
-fn next_seqid_of(this: VALUE) -> Result<VALUE, Error> {
-    let seqid = ivar(this, &SEQID, &IVAR_SEQID);
-    let next = if equal(seqid, k(&K.max_seqid))? {
-        k(&K.min_seqid)
-    } else {
-        match rb::fixnum_value(seqid) {
-            Some(n) if n < i64::from(i32::MAX) => rb::integer(n + 1),
-            _ => rb::funcall(seqid, PLUS.get(), &[rb::integer(1)])?,
-        }
-    };
-    SEQID.set(this, IVAR_SEQID.get(), next)?;
-    Ok(seqid)
-}
-
-/// 0.24's and master's `dequeue_pending_seqid`: `@pending_seqids.shift`.
-fn dequeue_pending_seqid(rb_self: Value) -> Result<Value, Error> {
-    dequeue_pending_seqid_of(rb_self.as_raw()).map(rb::returned)
-}
-
-fn dequeue_pending_seqid_of(this: VALUE) -> Result<VALUE, Error> {
-    let pending = ivar(this, &PENDING_SEQIDS, &IVAR_PENDING_SEQIDS);
-    if let Some(first) = super::array_call(pending, ArrayCall::Shift) {
-        return Ok(first);
-    }
-    rb::funcall(pending, SHIFT.get(), &[])
 }
 
 /// `receive_message(result_klass)`: 0.14 reads the message begin and calls `handle_exception` first.
