@@ -38,6 +38,7 @@ end
 require_relative "thrift_native/gzip_writer"
 require_relative "thrift_native/gzip_reader"
 require_relative "thrift_native/field_setters"
+require_relative "thrift_native/explain"
 
 module ThriftNative
   # The native methods as they were right after loading: { Class => { name => UnboundMethod } }.

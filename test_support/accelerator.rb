@@ -14,13 +14,15 @@ module Accelerator
 
     # The protocol to use: BinaryProtocolAccelerated (pure Ruby: BinaryProtocol), or for "compact" the
     # CompactProtocol, whose methods each accelerator replaces in place, or for "json" the JsonProtocol (pure Ruby in
-    # every thrift). The default comes from PROTOCOL.
+    # every thrift), or for "plain" the plain Thrift::BinaryProtocol (BinaryProtocolFactory's, the Serializer's
+    # default) whatever the accelerator. The default comes from PROTOCOL.
     def protocol_class(protocol = ENV.fetch("PROTOCOL", "binary"))
       case protocol
       when "compact" then Thrift::CompactProtocol
       when "json" then Thrift::JsonProtocol
       when "binary" then name.start_with?("pure") ? Thrift::BinaryProtocol : Thrift::BinaryProtocolAccelerated
-      else abort "unknown protocol #{protocol.inspect}: binary, compact or json"
+      when "plain" then Thrift::BinaryProtocol
+      else abort "unknown protocol #{protocol.inspect}: binary, plain, compact or json"
       end
     end
 

@@ -1,5 +1,7 @@
 # frozen_string_literal: true
 
+require_relative "../support/helpers/call_runs"
+
 # Thrift::JsonProtocol's read and write methods, native (ext/thrift_native/src/protocols/json/), against the
 # library's own methods: random call sequences (spec/support/runners/json_methods_runner.rb) written, read back, and read
 # back again after one byte is changed, with thrift_native and with the C accelerator (whose MemoryBufferTransport
@@ -10,19 +12,9 @@ RSpec.describe "JsonProtocol's methods, differentially" do
   runner = File.expand_path("../support/runners/json_methods_runner.rb", __dir__)
   programs = Integer(ENV.fetch("JSON_PROGRAMS", "600"))
 
-  def compare(ours, theirs)
-    expect(ours.size).to eq(theirs.size)
-    ours.zip(theirs).each_with_index do |(mine, other), i|
-      %w[write read mutated-read].each_with_index do |label, k|
-        next if mine[k] == other[k]
+  include CallRuns
 
-        calls = mine[k][0].zip(other[k][0])
-        j = calls.index { |a, b| a != b }
-        detail = j ? "call #{j}: ours #{calls[j][0].inspect[0, 300]}, theirs #{calls[j][1].inspect[0, 300]}" : "state"
-        expect(mine[k]).to eq(other[k]), "program #{i}, #{label}, #{detail}"
-      end
-    end
-  end
+  def compare(ours, theirs) = compare_runs(ours, theirs, %w[write read mutated-read])
 
   it "gives the library's values, bytes, exceptions and state on #{programs} random call sequences" do
     ours = ChildRuby.marshal(runner, "ours", 7, programs)

@@ -9,7 +9,9 @@ RSpec.describe "Struct read/write, differentially" do
     StructRuns.run(accelerator, protocol, *args, input: input)
   end
 
-  %w[binary compact].each do |protocol_name|
+  # plain: Thrift::BinaryProtocol (the C accelerator's struct code calling the pure-Ruby protocol's methods; ours
+  # natively).
+  %w[binary plain compact].each do |protocol_name|
     context "with the #{protocol_name} protocol" do
       let(:protocol) { protocol_name }
 
@@ -97,7 +99,7 @@ RSpec.describe "Struct read/write, differentially" do
   # Over FramedTransport (a MemoryBufferTransport or a Ruby transport beneath) and BufferedTransport (a Ruby transport
   # beneath), whose buffers thrift_native reads and writes in place: the same bytes, the same objects read one after
   # another from one stream (refills falling anywhere, mid-struct included), the same dispatch-path calls.
-  %w[binary compact].product(%w[framed framed-pipe buffered]).each do |protocol_name, transport|
+  %w[binary plain compact].product(%w[framed framed-pipe buffered]).each do |protocol_name, transport|
     context "with the #{protocol_name} protocol over #{transport}" do
       def run_on(accelerator, *args, **options)
         StructRuns.run(accelerator, protocol, *args, transport: transport, **options)
@@ -121,6 +123,34 @@ RSpec.describe "Struct read/write, differentially" do
         ours = run_on("ours", "calls", 3)
         expect(ours).to eq(run_on("c", "calls", 3))
         expect(ours[1].size).to be > 20
+      end
+    end
+  end
+
+  # Over an IOStreamTransport's StringIOs (a Rack or Thin request body, a servlet's answer) and an
+  # HTTPClientTransport's request buffer and response, which thrift_native reads and writes in place: the same bytes,
+  # the same objects read one after another, the same errors at the end of the input (an HTTP response's EOF with its
+  # status, on thrift master), and the StringIO left at the same position.
+  %w[binary plain compact].product(%w[iostream http]).each do |protocol_name, transport|
+    context "with the #{protocol_name} protocol over #{transport}" do
+      def run_on(accelerator, *args, **options)
+        StructRuns.run(accelerator, protocol, *args, transport: transport, **options)
+      end
+
+      let(:protocol) { protocol_name }
+      let(:transport) { transport }
+
+      it "writes identical bytes and reads a stream of structs back identically, a cut one too, on both paths" do
+        bytes = %w[c ours].to_h { |a| [a, run_on(a, "write", 99, 12)] }
+        expect(bytes["ours"]).to eq(bytes["c"])
+        stream = bytes["c"].join
+        cut = stream.byteslice(0, stream.bytesize - 7)
+        [stream, cut].each do |input|
+          decoded = run_on("ours", "read-stream", "Everything", 12, input: input)
+          expect(decoded[0...11]).to all(be_a(String))
+          expect(decoded).to eq(run_on("c", "read-stream", "Everything", 12, input: input))
+          expect(run_on("ours", "read-stream", "Everything", 12, input: input, dispatch: true)).to eq(decoded)
+        end
       end
     end
   end

@@ -5,6 +5,7 @@
 
 #![warn(clippy::undocumented_unsafe_blocks)]
 
+mod explain;
 mod gzip_reader;
 mod gzip_writer;
 mod protocols;
@@ -59,6 +60,7 @@ fn define_everything(ruby: &Ruby, namespace: RModule) -> Result<(), Error> {
     registry::start(ruby, namespace)?;
     let defined = binary_protocol::init(ruby)
         .and_then(|_| compact_protocol::init(ruby))
+        .and_then(|_| protocols::plain_binary::init(ruby))
         .and_then(|_| transports::init(ruby))
         .and_then(|_| field_plan::init(ruby, namespace))
         .and_then(|_| struct_codec::init(ruby))
@@ -73,6 +75,7 @@ fn define_everything(ruby: &Ruby, namespace: RModule) -> Result<(), Error> {
     singleton.define_private_method("method_changed", method!(method_changed, 2))?;
     singleton.define_private_method("watched_classes", method!(watched_classes, 0))?;
     singleton.define_private_method("ivar_access", magnus::function!(ivars::access, 0))?;
+    singleton.define_private_method("explain_facts", method!(explain::facts, 1))?;
     Ok(())
 }
 

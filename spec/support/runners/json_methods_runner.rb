@@ -12,11 +12,10 @@
 require_relative "../../../test_support/accelerator"
 require_relative "outcome"
 Accelerator.load(ARGV.fetch(0))
+require_relative "call_programs"
 $stdout.binmode
 
 T = Thrift::Types
-SCALARS = { T::BOOL => :bool, T::BYTE => :byte, T::I16 => :i16, T::I32 => :i32, T::I64 => :i64, T::DOUBLE => :double,
-            T::STRING => :string }.freeze
 
 # An odd argument now and then: what the Ruby methods take their own way or refuse.
 def odd(r)
@@ -40,52 +39,12 @@ def scalar_arg(kind, r)
   end
 end
 
-# Appends the write calls of one value of type `t` to `calls` (nested at most `depth` more levels).
-def value_calls(t, depth, r, calls)
-  if SCALARS.key?(t)
-    kind = SCALARS[t]
-    kind = :binary if kind == :string && r.rand(3).zero?
-    calls << [:"write_#{kind}", scalar_arg(kind, r)]
-  elsif t == T::STRUCT
-    struct_calls(depth, r, calls)
-  else
-    size = r.rand(0..3)
-    k, v = Array.new(2) { element_type(depth, r) }
-    case t
-    when T::MAP
-      calls << [:write_map_begin, k, v, size]
-      size.times { value_calls(k, depth - 1, r, calls); value_calls(v, depth - 1, r, calls) }
-      calls << [:write_map_end]
-    when T::LIST, T::SET
-      name = t == T::LIST ? "list" : "set"
-      calls << [:"write_#{name}_begin", k, size]
-      size.times { value_calls(k, depth - 1, r, calls) }
-      calls << [:"write_#{name}_end"]
-    end
-  end
-end
-
-def element_type(depth, r)
-  types = SCALARS.keys + (depth.positive? ? [T::STRUCT, T::MAP, T::LIST, T::SET] : [])
-  types.sample(random: r)
-end
-
-def struct_calls(depth, r, calls)
-  calls << [:write_struct_begin, "S"]
-  r.rand(0..3).times do |i|
-    t = element_type(depth, r)
-    calls << [:write_field_begin, "f", r.rand(25).zero? ? 99 : t, [i + 1, -i, 40_000].sample(random: r)]
-    value_calls(t, depth - 1, r, calls)
-    calls << [:write_field_end]
-  end
-  calls << [:write_field_stop]
-  calls << [:write_struct_end]
-end
+PROGRAMS = CallPrograms.new(scalar: method(:scalar_arg))
 
 def program(r)
   calls = []
   calls << [:write_message_begin, ["call", "", "é"].sample(random: r), r.rand(1..4), r.rand(2**31)] if r.rand(2).zero?
-  value_calls([T::STRUCT, T::MAP, T::LIST, T::I32, T::STRING].sample(random: r), 3, r, calls)
+  PROGRAMS.value_calls([T::STRUCT, T::MAP, T::LIST, T::I32, T::STRING].sample(random: r), 3, r, calls)
   calls << [:write_message_end] if calls.first&.first == :write_message_begin
   calls << [%i[write_struct_end write_list_end write_i32].sample(random: r), *([7] if r.rand(2).zero?)] if r.rand(8).zero?
   calls
@@ -132,13 +91,12 @@ results = Array.new(Integer(ARGV.fetch(2))) do |i|
   written = run(writer, calls)
   bytes = out.read(out.available)
   write_run = [written, [bytes, contexts(writer)]]
-  reads = calls.map { |name, *| [name.to_s.sub("write_", "read_").to_sym] }
+  reads = CallPrograms.reads(calls)
   read_runs = [bytes, bytes.dup.tap { |m| m.setbyte(r.rand(m.bytesize), MUTATIONS.getbyte(r.rand(MUTATIONS.bytesize))) unless m.empty? }]
   read_runs = read_runs.map do |input|
     trans = Thrift::MemoryBufferTransport.new(input)
     reader = Thrift::JsonProtocol.new(trans)
-    # read_field_stop is no method: a field stop is read by read_field_begin.
-    [run(reader, reads.map { |name, *| name == :read_field_stop ? [:read_field_begin] : [name] }), read_state(trans, reader)]
+    [run(reader, reads), read_state(trans, reader)]
   end
   [write_run, *read_runs]
 end

@@ -16,11 +16,15 @@
 # answering what reached the transport beneath. TRANSPORT=header or header-zlib (thrift master: pure-master,
 # c-master, ours-master) does the same with a HeaderProtocol (PROTOCOL its sub-protocol) over a MemoryBufferTransport,
 # with the ZLIB transform for header-zlib (header-socket: over a Thrift::Socket, for reading only); with DISPATCH=1, a
-# subclass of HeaderProtocol.
+# subclass of HeaderProtocol. TRANSPORT=iostream (an IOStreamTransport over StringIOs) or http (an
+# HTTPClientTransport whose response, as `flush` leaves it, is a StringIO of the input) writes answer what reached the
+# output StringIO or the request buffer, and read-stream ends with where the input StringIO was left.
+# PROTOCOL=plain: Thrift::BinaryProtocol whatever the accelerator.
 require_relative "../../../test_support/accelerator"
 require_relative "../../../test_support/codec_types"
 require_relative "../../../test_support/codec_samples"
 require_relative "outcome"
+require "stringio"
 
 Accelerator.load(ARGV.fetch(0))
 require_relative "../fixtures/pipe_transport"
@@ -68,8 +72,27 @@ def stack(bytes = "".b)
   when "buffered" then Thrift::BufferedTransport.new(PipeTransport.new(bytes))
   when "framed-socket" then Thrift::FramedTransport.new(socket_with(bytes))
   when "header-socket" then socket_with(bytes)
-  else abort "TRANSPORT: memory, framed, framed-pipe, framed-socket, buffered, header or header-zlib"
+  when "iostream" then Thrift::IOStreamTransport.new(StringIO.new(bytes), StringIO.new(+""))
+  when "http"
+    Thrift::HTTPClientTransport.new("http://localhost:1/rpc").tap do |h|
+      h.instance_variable_set(:@inbuf, StringIO.new(bytes)) # what `flush` leaves: the response
+      h.instance_variable_set(:@response_code, 200)
+    end
+  else abort "TRANSPORT: memory, framed, framed-pipe, framed-socket, buffered, header, header-zlib, iostream or http"
   end
+end
+
+# Where an IOStreamTransport's or HTTPClientTransport's writes went, and how far its input was read.
+def written(trans)
+  case TRANSPORT
+  when "iostream" then trans.instance_variable_get(:@output).string.b
+  when "http" then trans.instance_variable_get(:@outbuf).b
+  end
+end
+
+def input_position(trans)
+  io = trans.instance_variable_get(TRANSPORT == "http" ? :@inbuf : :@input)
+  [io.pos, io.eof?]
 end
 
 # A Thrift::Socket on one end of a UNIX socket pair whose other end sent `bytes` (a few KiB at most) and closed.
@@ -88,6 +111,7 @@ def encode(obj)
   obj.write(prot)
   prot.trans.flush if HEADER
   return trans.read(trans.available) if TRANSPORT == "memory" || HEADER
+  return written(trans) if %w[iostream http].include?(TRANSPORT)
 
   trans.flush
   inner = trans.instance_variable_get(:@transport)
@@ -176,13 +200,16 @@ when "read-stream"
   # COUNT structs read one after the other from one stack over all the input's bytes (frames and refills falling
   # anywhere in them), then what a read past the end raises.
   klass = CodecTest.const_get(ARGV.fetch(2))
-  prot = protocol_over(stack(Marshal.load($stdin.read)))
+  trans = stack(Marshal.load($stdin.read))
+  prot = protocol_over(trans)
   outcomes = Array.new(Integer(ARGV.fetch(3)) + 1) do
     obj = klass.new
     obj.read(prot)
     obj.inspect
   rescue StandardError => e
-    Outcome.error(e)
+    Outcome.error(e, Outcome.first_line(e))
   end
+  # Where a StringIO input was left (by each read, and by the failure at the end).
+  outcomes << input_position(trans) if %w[iostream http].include?(TRANSPORT)
   $stdout.write Marshal.dump(outcomes)
 end

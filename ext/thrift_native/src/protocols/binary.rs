@@ -55,7 +55,7 @@ fn write_string_to(ruby: &Ruby, out: &Output, s: Value) -> Result<(), Error> {
         ));
     }
     let converted = match out {
-        Output::Buffer(_) => bytes::utf8_bytes_of(raw)?,
+        Output::Target(_) => bytes::utf8_bytes_of(raw)?,
         Output::Transport(_) => bytes::convert_to_utf8_byte_buffer(raw)?,
     };
     let len = string_length(ruby, converted, STRING_TOO_LONG)?;

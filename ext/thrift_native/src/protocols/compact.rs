@@ -169,7 +169,7 @@ fn write_bytes_with_length(ruby: &Ruby, out: Output, buf: VALUE) -> Result<(), E
 fn write_string_to(ruby: &Ruby, out: Output, s: Value) -> Result<(), Error> {
     let raw = s.as_raw();
     let converted = match out {
-        Output::Buffer(_) => bytes::utf8_bytes_of(raw)?,
+        Output::Target(_) => bytes::utf8_bytes_of(raw)?,
         Output::Transport(_) => bytes::convert_to_utf8_byte_buffer(raw)?,
     };
     // SAFETY: the argument or its converted copy, on this stack.

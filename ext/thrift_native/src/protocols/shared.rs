@@ -188,7 +188,7 @@ const PIECES_MAX: usize = 320;
 /// Appends the pieces to a plain write buffer in one piece (composed on the stack first, so that no piece is read
 /// after Ruby code ran). None, with nothing written, for a transport or pieces longer than [`PIECES_MAX`].
 pub fn append_pieces(out: Output, pieces: &[&[u8]]) -> Option<Result<(), Error>> {
-    let Output::Buffer(buf) = out else {
+    let Output::Target(target) = out else {
         return None;
     };
     let mut bytes = [0u8; PIECES_MAX];
@@ -199,7 +199,7 @@ pub fn append_pieces(out: Output, pieces: &[&[u8]]) -> Option<Result<(), Error>>
             .copy_from_slice(piece);
         len += piece.len();
     }
-    Some(rb::str_cat(buf, &bytes[..len]))
+    Some(target.append(&bytes[..len]))
 }
 
 /// Bytes gathered for one call, so that a check failing half-way still emits what the C accelerator had already
@@ -233,7 +233,7 @@ impl Pending {
     /// gathered); into a plain buffer it is gathered with the rest.
     pub fn write_unit(&mut self, b: &[u8]) -> Result<(), Error> {
         match self.out {
-            Output::Buffer(_) => {
+            Output::Target(_) => {
                 self.push(b);
                 Ok(())
             }
@@ -248,7 +248,7 @@ impl Pending {
     pub fn write_varint(&mut self, n: u64) -> Result<(), Error> {
         let v = thrift_native_core::compact::Varint::new(n);
         match self.out {
-            Output::Buffer(_) => {
+            Output::Target(_) => {
                 self.push(v.as_bytes());
                 Ok(())
             }

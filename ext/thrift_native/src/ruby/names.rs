@@ -14,6 +14,10 @@ define_rb_intern!(
     IVAR_BOOLEAN_FIELD => "@boolean_field",
     IVAR_BOOL_VALUE => "@bool_value",
     IVAR_RESET_MESSAGE_SIZE => "@reset_message_size",
+    IVAR_INBUF => "@inbuf",
+    IVAR_OUTBUF => "@outbuf",
+    IVAR_INPUT => "@input",
+    IVAR_OUTPUT => "@output",
 );
 
 // Instance variables of Thrift::JsonProtocol and its contexts.

@@ -100,10 +100,11 @@ pub fn inner(protocol: VALUE) -> Option<VALUE> {
     };
     let inner = rb::ivar_get(protocol, IVAR_PROTOCOL.get());
     let inner_class = rb::heap_class(inner)?;
-    // Only the classes a fast path takes (pinned at load time): at most eight pairs are ever asked.
+    // Only the classes a fast path takes (pinned at load time): at most ten pairs are ever asked.
     let t = thrift();
     let fast_classes = [
         crate::protocols::binary::class(),
+        t.binary_protocol,
         t.compact_protocol,
         t.json.protocol,
         t.header.as_ref().map_or(0, |h| h.protocol),

@@ -4,9 +4,10 @@
 //! - `field_plan.rs`: each class's `FIELDS` compiled once into what the codec walks;
 //! - `build.rs`: the Ruby objects the decoder makes (with `defaults.rs`: field defaults);
 //! - `inspect.rs`: Ruby objects read back for the encoder;
-//! - `fast.rs`: the fast path, when the protocol is exactly `BinaryProtocolAccelerated` or `Thrift::CompactProtocol`
-//!   with our methods over a plain MemoryBufferTransport or an exact FramedTransport or BufferedTransport, or an
-//!   exact `HeaderProtocol` over its HeaderTransport with its `BinaryProtocol` or `CompactProtocol` inside (thrift
+//! - `fast.rs`: the fast path, when the protocol is exactly `BinaryProtocolAccelerated`, `Thrift::BinaryProtocol` or
+//!   `Thrift::CompactProtocol` with our methods over a plain MemoryBufferTransport, an exact FramedTransport or
+//!   BufferedTransport, or the StringIO an exact HTTPClientTransport or IOStreamTransport lends, or an exact
+//!   `HeaderProtocol` over its HeaderTransport with its `BinaryProtocol` or `CompactProtocol` inside (thrift
 //!   master): the whole tree is decoded from, and encoded into, the transport's buffer, with no method call per
 //!   field and no field-header Arrays;
 //! - `json/`: the same for an exact `Thrift::JsonProtocol` over a plain MemoryBufferTransport or an exact
@@ -52,9 +53,9 @@ use crate::struct_codec::field_plan::{plan_for, ClassPlan, RubyField};
 use crate::thrift::errors;
 use crate::thrift::thrift;
 use crate::thrift::values::RubyBuilder;
-use crate::transports::header::fast::HeaderBuffer;
 use crate::transports::layered::LayeredBuffer;
 use crate::transports::memory_buffer::MemoryBuffer;
+use crate::transports::string_io::StringIoBuffer;
 
 /// Tripped once Ruby code changes `read` or `write` of Thrift::Struct or Thrift::Union: `calls.rs` then calls them.
 static CODEC: Guard = Guard::new();
@@ -68,10 +69,18 @@ static PURE_BINARY: Guard = Guard::new();
 static HEADER_PROTOCOL: Guard = Guard::new();
 
 /// Which encoding the fast path may use for `protocol`: its transport, and the protocol object of that encoding
-/// (`protocol` itself, or a HeaderProtocol's inner one).
+/// (`protocol` itself, or a HeaderProtocol's inner one). `plain`: the encoder is the plain BinaryProtocol, whose
+/// `read_uuid` answers UTF-8 text (interpolated) where the C accelerator's answers BINARY.
 enum Fast {
-    Binary { trans: VALUE, encoder: VALUE },
-    Compact { trans: VALUE, encoder: VALUE },
+    Binary {
+        trans: VALUE,
+        encoder: VALUE,
+        plain: bool,
+    },
+    Compact {
+        trans: VALUE,
+        encoder: VALUE,
+    },
     No,
 }
 
@@ -81,6 +90,14 @@ fn fast_protocol(protocol: VALUE) -> Fast {
         return Fast::Binary {
             trans,
             encoder: protocol,
+            plain: false,
+        };
+    }
+    if let Some(trans) = protocols::plain_binary::exact_trans(protocol) {
+        return Fast::Binary {
+            trans,
+            encoder: protocol,
+            plain: true,
         };
     }
     if COMPACT.intact() && rb::is_exact_instance(protocol, thrift().compact_protocol) {
@@ -107,12 +124,31 @@ fn header_protocol(protocol: VALUE) -> Option<Fast> {
         return None;
     }
     if PURE_BINARY.intact() && rb::is_exact_instance(encoder, thrift().binary_protocol) {
-        return Some(Fast::Binary { trans, encoder });
+        return Some(Fast::Binary {
+            trans,
+            encoder,
+            plain: true,
+        });
     }
     if COMPACT.intact() && rb::is_exact_instance(encoder, thrift().compact_protocol) {
         return Some(Fast::Compact { trans, encoder });
     }
     None
+}
+
+/// For `ThriftNative.explain`: the protocol a struct read or write through `protocol` reads (a decorator that only
+/// passes the calls on seen through), its transport, and the encoding whose fast path it takes where that transport
+/// lends its buffer ("binary", "compact", "json"; None: the protocol's methods, one call per value).
+pub(crate) fn fast_path(protocol: VALUE) -> (VALUE, VALUE, Option<&'static str>) {
+    let through = decorators::inner(protocol).unwrap_or(protocol);
+    match fast_protocol(through) {
+        Fast::Binary { trans, .. } => (through, trans, Some("binary")),
+        Fast::Compact { trans, .. } => (through, trans, Some("compact")),
+        Fast::No => match json::JsonEncoder::eligible(through) {
+            Some((trans, ..)) => (through, trans, Some("json")),
+            None => (through, rb::ivar_get(through, IVAR_TRANS.get()), None),
+        },
+    }
 }
 
 /// `(prot, depth = DEFAULT_RECURSION_DEPTH)`, as the C accelerator parses it (NUM2INT).
@@ -166,15 +202,20 @@ fn read_planned(
         };
     }
     match fast_protocol(through) {
-        Fast::Binary { trans, encoder } => {
+        Fast::Binary {
+            trans,
+            encoder,
+            plain,
+        } => {
+            b.utf8_uuids = plain;
             fast!(MemoryBuffer, binary_in, trans, encoder);
             fast!(LayeredBuffer, binary_in, trans, encoder);
-            fast!(HeaderBuffer, binary_in, trans, encoder);
+            fast!(StringIoBuffer, binary_in, trans, encoder);
         }
         Fast::Compact { trans, encoder } => {
             fast!(MemoryBuffer, compact_in, trans, encoder);
             fast!(LayeredBuffer, compact_in, trans, encoder);
-            fast!(HeaderBuffer, compact_in, trans, encoder);
+            fast!(StringIoBuffer, compact_in, trans, encoder);
         }
         Fast::No => {
             macro_rules! json {

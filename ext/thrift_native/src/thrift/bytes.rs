@@ -31,6 +31,13 @@ pub fn is_utf8_string(s: VALUE) -> bool {
     rb::is_string(s) && encoding_index(s) == ENCINDEX_UTF_8
 }
 
+/// A String in one of the encodings whose text a Regexp of ASCII reads as its bytes: ASCII-8BIT, UTF-8 or US-ASCII
+/// (Ruby's fixed indexes 0, 1 and 2).
+#[inline(always)]
+pub fn is_ascii_compatible_string(s: VALUE) -> bool {
+    rb::is_string(s) && (0..=2).contains(&encoding_index(s))
+}
+
 /// A UTF-8 String whose bytes are valid UTF-8.
 #[inline(always)]
 pub fn is_valid_utf8_string(s: VALUE) -> bool {

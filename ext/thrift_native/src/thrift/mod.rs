@@ -57,8 +57,16 @@ pub struct Thrift {
     /// `::Set`.
     pub set_class: VALUE,
     pub bytes: VALUE,
+    /// `Thrift::BaseTransport`, whose `read_all`, `read_byte` and `read_into_buffer` the StringIO transports use.
+    pub base_transport: VALUE,
     pub memory_buffer: VALUE,
     pub framed_transport: VALUE,
+    /// `Thrift::HTTPClientTransport` and `Thrift::IOStreamTransport`, where the library defines them (it does in
+    /// every supported thrift; probed all the same).
+    pub http_client_transport: Option<VALUE>,
+    pub io_stream_transport: Option<VALUE>,
+    /// `::StringIO` (thrift's HTTP client transport requires it): the buffers of the StringIO transports.
+    pub string_io: VALUE,
     pub buffered_transport: VALUE,
     /// `BufferedTransport::DEFAULT_BUFFER` (4096 in every supported thrift).
     pub buffered_default: usize,
@@ -76,6 +84,8 @@ pub struct Thrift {
     /// `Types::UUID` when the library defines it, else 16.
     pub uuid_type: i64,
     pub has_uuid_type: bool,
+    /// `Thrift::UUID` (thrift 0.23 on), whose functions the plain BinaryProtocol's UUID methods call.
+    pub uuid_module: Option<VALUE>,
     /// `Thrift::DEFAULT_RECURSION_DEPTH` when defined, else 64.
     pub default_recursion_depth: i64,
     /// HeaderTransport and HeaderProtocol, when the library has them (thrift master).
@@ -105,8 +115,6 @@ pub struct JsonClasses {
 pub struct HeaderClasses {
     pub transport: VALUE,
     pub protocol: VALUE,
-    /// `::StringIO`, the transport's read and write buffers.
-    pub string_io: VALUE,
     /// `Zlib::NeedDict`, which the Ruby transport lets through from a ZLIB payload needing a dictionary.
     pub zlib_need_dict: VALUE,
     /// `Zlib::Inflate` and `Zlib::Deflate`: while their methods are unchanged (not mocked), the ZLIB transform runs
@@ -154,6 +162,18 @@ fn optional_integer(
     }
 }
 
+/// `scope::name`, pinned, if it is defined.
+fn optional_class(ruby: &Ruby, scope: impl Module, name: &str) -> Result<Option<VALUE>, Error> {
+    let defined: bool = scope
+        .as_value()
+        .funcall("const_defined?", (ruby.to_symbol(name), false))?;
+    Ok(if defined {
+        Some(pinned(const_value(scope, name)?))
+    } else {
+        None
+    })
+}
+
 fn pinned(v: impl ReprValue) -> VALUE {
     let raw = v.as_value().as_raw();
     rb::pin_forever(raw);
@@ -166,7 +186,11 @@ pub fn probe(ruby: &Ruby) -> Result<&'static Thrift, Error> {
     let types: RModule = module.const_get("Types")?;
     let protocol_exception: RClass = module.const_get("ProtocolException")?;
     let transport_exception: RClass = module.const_get("TransportException")?;
+    let base_transport = const_value(module, "BaseTransport")?;
     let memory_buffer: RClass = module.const_get("MemoryBufferTransport")?;
+    let http_client_transport = optional_class(ruby, module, "HTTPClientTransport")?;
+    let io_stream_transport = optional_class(ruby, module, "IOStreamTransport")?;
+    let string_io = const_value(ruby.class_object(), "StringIO")?;
     let framed_transport: RClass = module.const_get("FramedTransport")?;
     let buffered_transport: RClass = module.const_get("BufferedTransport")?;
     let buffered_default: i64 = buffered_transport.const_get("DEFAULT_BUFFER")?;
@@ -229,7 +253,11 @@ pub fn probe(ruby: &Ruby) -> Result<&'static Thrift, Error> {
         kernel: pinned(kernel),
         set_class: pinned(set_class),
         bytes: pinned(bytes),
+        base_transport: pinned(base_transport),
         memory_buffer: pinned(memory_buffer),
+        http_client_transport,
+        io_stream_transport,
+        string_io: pinned(string_io),
         framed_transport: pinned(framed_transport),
         buffered_transport: pinned(buffered_transport),
         buffered_default: usize::try_from(buffered_default).unwrap_or(4096),
@@ -246,6 +274,7 @@ pub fn probe(ruby: &Ruby) -> Result<&'static Thrift, Error> {
         type_mask: binary_protocol.const_get("TYPE_MASK")?,
         uuid_type,
         has_uuid_type,
+        uuid_module: optional_class(ruby, module, "UUID")?,
         default_recursion_depth,
         header,
         json,
@@ -270,7 +299,6 @@ fn probe_header(
     }
     let transport: RClass = module.const_get("HeaderTransport")?;
     let protocol: RClass = module.const_get("HeaderProtocol")?;
-    let string_io = const_value(ruby.class_object(), "StringIO")?;
     let zlib: RModule = ruby.class_object().const_get("Zlib")?;
     let zlib_need_dict = const_value(zlib, "NeedDict")?;
     let zlib_inflate = const_value(zlib, "Inflate")?;
@@ -279,7 +307,6 @@ fn probe_header(
     Ok(Some(HeaderClasses {
         transport: pinned(transport),
         protocol: pinned(protocol),
-        string_io: pinned(string_io),
         zlib_need_dict: pinned(zlib_need_dict),
         zlib_inflate: pinned(zlib_inflate),
         zlib_deflate: pinned(zlib_deflate),

@@ -12,11 +12,17 @@ use crate::ruby::rb;
 
 pub struct RubyBuilder<'r> {
     pub(crate) ruby: &'r Ruby,
+    /// UUIDs as UTF-8 text, as the plain BinaryProtocol's `read_uuid` (`UUID.uuid_from_bytes`, interpolated) makes
+    /// them; else BINARY, as the C accelerator's.
+    pub utf8_uuids: bool,
 }
 
 impl<'r> RubyBuilder<'r> {
     pub fn new(ruby: &'r Ruby) -> Self {
-        RubyBuilder { ruby }
+        RubyBuilder {
+            ruby,
+            utf8_uuids: false,
+        }
     }
 }
 
@@ -77,9 +83,14 @@ impl Values for RubyBuilder<'_> {
         rb::binary_string(bytes)
     }
 
-    /// The lowercase dashed text, BINARY, as the protocols' `read_uuid`.
+    /// The lowercase dashed text, as the protocol's `read_uuid` (BINARY, or UTF-8: `utf8_uuids`).
     #[inline(always)]
     fn uuid(&mut self, bytes: &[u8; 16]) -> VALUE {
-        rb::binary_string(&uuid::format(bytes))
+        let text = uuid::format(bytes);
+        if self.utf8_uuids {
+            rb::utf8_string(&text)
+        } else {
+            rb::binary_string(&text)
+        }
     }
 }

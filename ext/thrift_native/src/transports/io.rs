@@ -1,6 +1,7 @@
-//! How a protocol reaches its transport: straight into a plain MemoryBufferTransport's buffer, or into an exact
-//! FramedTransport's or BufferedTransport's buffers (the fast path), or through the transport's Ruby methods exactly
-//! as the C accelerator calls them (the dispatch path).
+//! How a protocol reaches its transport: straight into a plain MemoryBufferTransport's buffer, into an exact
+//! FramedTransport's or BufferedTransport's buffers, into the StringIOs of an exact HTTPClientTransport,
+//! IOStreamTransport or HeaderTransport, or an HTTPClientTransport's request buffer (the fast path), or through the
+//! transport's Ruby methods exactly as the C accelerator calls them (the dispatch path).
 
 use magnus::{Error, Ruby};
 use rb_sys::VALUE;
@@ -10,10 +11,11 @@ use crate::ruby::names::{READ_ALL, READ_BYTE, WRITE};
 use crate::ruby::rb;
 use crate::thrift::thrift;
 use crate::thrift::{bytes, errors};
-use crate::transports::buffer::{protocol_rbuf, read_into_rbuf, ReadBuffer};
-use crate::transports::header::fast::StringIoTarget;
+use crate::transports::buffer::{protocol_rbuf, read_into_rbuf, ReadBuffer, Shortfall};
+use crate::transports::http_client;
 use crate::transports::layered::{self, LayeredBuffer};
 use crate::transports::memory_buffer::{self, MemoryBuffer};
+use crate::transports::string_io::{StringIoBuffer, StringIoTarget};
 use thrift_native_core::wire::VarintStep;
 use thrift_native_core::wire::WireInput;
 use thrift_native_core::{uuid, CoreError};
@@ -62,6 +64,12 @@ pub enum Input {
         buf: LayeredBuffer,
         protocol: VALUE,
     },
+    /// A StringIO a transport lends (an HTTP response, a request body, a HeaderTransport's frame); a read past its
+    /// end goes through the transport's methods.
+    StringIo {
+        buf: StringIoBuffer,
+        protocol: VALUE,
+    },
     Transport {
         trans: VALUE,
         protocol: VALUE,
@@ -77,8 +85,11 @@ impl Input {
         if let Some(mb) = MemoryBuffer::plain(trans) {
             return Input::Buffer(mb);
         }
-        match LayeredBuffer::plain(trans) {
-            Some(buf) => Input::Layered { buf, protocol },
+        if let Some(buf) = LayeredBuffer::plain(trans) {
+            return Input::Layered { buf, protocol };
+        }
+        match StringIoBuffer::plain(trans) {
+            Some(buf) => Input::StringIo { buf, protocol },
             None => Input::Transport { trans, protocol },
         }
     }
@@ -90,6 +101,7 @@ impl Input {
             // A memory buffer has no refill (past its end is EOFError), so no `@rbuf` to read into.
             Input::Buffer(mb) => mb.read_array(ruby, rb::QNIL),
             Input::Layered { buf, protocol } => buf.read_array(ruby, *protocol),
+            Input::StringIo { buf, protocol } => buf.read_array(ruby, *protocol),
             Input::Transport { trans, protocol } => {
                 read_into_rbuf(*trans, protocol_rbuf(*protocol))
             }
@@ -102,6 +114,7 @@ impl Input {
         match self {
             Input::Buffer(mb) => mb.read_byte(ruby).map(|b| b as i8),
             Input::Layered { buf, .. } => buf.read_byte(ruby).map(|b| b as i8),
+            Input::StringIo { buf, .. } => buf.read_byte(ruby).map(|b| b as i8),
             Input::Transport { trans, .. } => {
                 let b = rb::funcall(*trans, READ_BYTE.get(), &[])?;
                 Ok(rb::num2int(b)? as i8)
@@ -116,6 +129,7 @@ impl Input {
         match self {
             Input::Buffer(mb) => mb.read_varint::<R>(ruby),
             Input::Layered { buf, .. } => buf.read_varint::<R>(ruby),
+            Input::StringIo { buf, .. } => buf.read_varint::<R>(ruby),
             Input::Transport { .. } => {
                 let mut reader = R::default();
                 loop {
@@ -133,6 +147,12 @@ impl Input {
         match self {
             Input::Buffer(mb) => mb.read_all(ruby, n),
             Input::Layered { buf, .. } => buf.read_all(ruby, n),
+            Input::StringIo { buf, .. } if buf.available() >= n => {
+                buf.read_with(ruby, n, rb::binary_string)
+            }
+            Input::StringIo { buf, .. } => buf.past_end(ruby, Shortfall::Bytes, |trans| {
+                rb::funcall(trans, READ_ALL.get(), &[rb::integer(n as i64)])
+            }),
             Input::Transport { trans, .. } => {
                 rb::funcall(*trans, READ_ALL.get(), &[rb::integer(n as i64)])
             }
@@ -152,6 +172,7 @@ impl Input {
                 Some(mb.read_with(ruby, n, f))
             }
             Input::Layered { buf, .. } if buf.available() >= n => Some(buf.read_with(ruby, n, f)),
+            Input::StringIo { buf, .. } if buf.available() >= n => Some(buf.read_with(ruby, n, f)),
             _ => None,
         }
     }
@@ -164,7 +185,10 @@ impl Input {
             Input::Layered { buf, .. } if buf.available() >= 16 => {
                 buf.read_with(ruby, 16, uuid_text)
             }
-            Input::Layered { .. } | Input::Transport { .. } => {
+            Input::StringIo { buf, .. } if buf.available() >= 16 => {
+                buf.read_with(ruby, 16, uuid_text)
+            }
+            Input::Layered { .. } | Input::StringIo { .. } | Input::Transport { .. } => {
                 let data = self.read_all(ruby, 16)?;
                 uuid_text_of(data)
             }
@@ -178,7 +202,10 @@ impl Input {
             Input::Layered { buf, .. } if buf.available() >= n => {
                 buf.read_with(ruby, n, rb::utf8_string)
             }
-            Input::Layered { .. } | Input::Transport { .. } => {
+            Input::StringIo { buf, .. } if buf.available() >= n => {
+                buf.read_with(ruby, n, rb::utf8_string)
+            }
+            Input::Layered { .. } | Input::StringIo { .. } | Input::Transport { .. } => {
                 bytes::convert_to_string(self.read_all(ruby, n)?)
             }
         }
@@ -208,25 +235,35 @@ fn uuid_text_of(data: VALUE) -> Result<VALUE, Error> {
     ))
 }
 
-/// The String a protocol's (or the struct codec's) writes may append to directly: a plain MemoryBufferTransport's
-/// `@buf`, an exact FramedTransport's or BufferedTransport's `@wbuf` (what their `write` appends to).
+/// The String a transport's `write` appends its argument's bytes to, when the fast path may append to it directly: a
+/// plain MemoryBufferTransport's `@buf`, an exact FramedTransport's or BufferedTransport's `@wbuf`, an exact
+/// HTTPClientTransport's `@outbuf`; with what that `write` returns (nil for the memory buffer, else the String).
 #[inline(always)]
-pub fn fast_write_buffer(trans: VALUE) -> Option<VALUE> {
-    memory_buffer::plain_write_buffer(trans).or_else(|| layered::write_buffer(trans))
+fn string_target(trans: VALUE) -> Option<(VALUE, VALUE)> {
+    if let Some(buf) = memory_buffer::plain_write_buffer(trans) {
+        return Some((buf, rb::QNIL));
+    }
+    layered::write_buffer(trans)
+        .or_else(|| http_client::write_buffer(trans))
+        .map(|buf| (buf, buf))
 }
 
-/// Where the struct codec's fast path appends: a transport's String buffer, or a HeaderTransport's StringIO.
+/// Where the fast paths append: a transport's String buffer, or a StringIO a transport lends.
 #[derive(Clone, Copy)]
 pub enum WriteTarget {
-    String(VALUE),
+    /// `answer`: what the transport's `write` returns.
+    String {
+        buf: VALUE,
+        answer: VALUE,
+    },
     StringIo(StringIoTarget),
 }
 
 impl WriteTarget {
     #[inline(always)]
     pub fn of(trans: VALUE) -> Option<Self> {
-        match fast_write_buffer(trans) {
-            Some(buf) => Some(WriteTarget::String(buf)),
+        match string_target(trans) {
+            Some((buf, answer)) => Some(WriteTarget::String { buf, answer }),
             None => StringIoTarget::of(trans).map(WriteTarget::StringIo),
         }
     }
@@ -234,16 +271,35 @@ impl WriteTarget {
     /// The target again after Ruby code ran.
     pub fn resume(self, trans: VALUE) -> Option<Self> {
         match self {
-            WriteTarget::String(_) => Self::of(trans),
+            WriteTarget::String { .. } => Self::of(trans),
             WriteTarget::StringIo(t) => t.resume().map(WriteTarget::StringIo),
         }
     }
 
     #[inline(always)]
-    pub fn append(&mut self, bytes: &[u8]) -> Result<(), Error> {
+    pub fn append(&self, bytes: &[u8]) -> Result<(), Error> {
         match self {
-            WriteTarget::String(buf) => rb::str_cat(*buf, bytes),
+            WriteTarget::String { buf, .. } => rb::str_cat(*buf, bytes),
             WriteTarget::StringIo(t) => t.append(bytes),
+        }
+    }
+
+    /// Appends String `s`'s bytes.
+    #[inline(always)]
+    pub fn append_str(&self, s: VALUE) -> Result<(), Error> {
+        match self {
+            WriteTarget::String { buf, .. } => rb::str_cat_str(*buf, s),
+            WriteTarget::StringIo(t) => t.append_str(s),
+        }
+    }
+
+    /// What the transport's `write` of `n` bytes would have returned: nil (a memory buffer), its String buffer, or
+    /// the count a StringIO's `write` answers.
+    #[inline(always)]
+    pub fn answer(&self, n: usize) -> VALUE {
+        match self {
+            WriteTarget::String { answer, .. } => *answer,
+            WriteTarget::StringIo(_) => rb::integer(n as i64),
         }
     }
 }
@@ -251,7 +307,7 @@ impl WriteTarget {
 /// Where a protocol's writes go.
 #[derive(Clone, Copy)]
 pub enum Output {
-    Buffer(VALUE),
+    Target(WriteTarget),
     Transport(VALUE),
 }
 
@@ -259,8 +315,8 @@ impl Output {
     #[inline(always)]
     pub fn of(protocol: VALUE, trans_slot: &IvarSlot) -> Output {
         let trans = trans_slot.get(protocol);
-        match fast_write_buffer(trans) {
-            Some(buf) => Output::Buffer(buf),
+        match WriteTarget::of(trans) {
+            Some(target) => Output::Target(target),
             None => Output::Transport(trans),
         }
     }
@@ -269,7 +325,7 @@ impl Output {
     #[inline(always)]
     pub fn write(&self, bytes: &[u8]) -> Result<(), Error> {
         match *self {
-            Output::Buffer(buf) => rb::str_cat(buf, bytes),
+            Output::Target(t) => t.append(bytes),
             Output::Transport(trans) => {
                 let s = rb::binary_string(bytes);
                 rb::funcall(trans, WRITE.get(), &[s]).map(drop)
@@ -280,7 +336,7 @@ impl Output {
     /// Appends a String's bytes, or `trans.write` of a fresh BINARY copy of them (the C accelerator's `WRITE`).
     pub fn write_copy_of(&self, s: VALUE) -> Result<(), Error> {
         match *self {
-            Output::Buffer(buf) => rb::str_cat_str(buf, s),
+            Output::Target(t) => t.append_str(s),
             Output::Transport(_) => {
                 // SAFETY: `s` is a String; rb_str_new (in `write`) copies the bytes before any Ruby code can run,
                 // as the fast path's `read_with` does.
@@ -292,7 +348,7 @@ impl Output {
     /// Appends a String's bytes, or `trans.write(s)` with that very object.
     pub fn write_string_object(&self, s: VALUE) -> Result<(), Error> {
         match *self {
-            Output::Buffer(buf) => rb::str_cat_str(buf, s),
+            Output::Target(t) => t.append_str(s),
             Output::Transport(trans) => rb::funcall(trans, WRITE.get(), &[s]).map(drop),
         }
     }

@@ -67,8 +67,21 @@ fn set(this: VALUE, id: &crate::ruby::rb::StaticId, v: VALUE) -> Result<(), Erro
 }
 
 /// `v` is a StringIO (exactly), as the library's buffers are.
-pub fn is_string_io(v: VALUE) -> bool {
-    classes().is_some_and(|h| rb::is_exact_instance(v, h.string_io))
+fn is_string_io(v: VALUE) -> bool {
+    rb::is_exact_instance(v, thrift().string_io)
+}
+
+/// The read buffer (a frame's StringIO), for the struct codec's fast path through an exact HeaderProtocol
+/// (`transports::string_io`, which reads it in place while it is a StringIO).
+#[inline(always)]
+pub fn read_io(trans: VALUE) -> Option<VALUE> {
+    owns(trans).then(|| ivar(trans, &IVAR_READ_BUFFER))
+}
+
+/// The write buffer (a StringIO), as `read_io`.
+#[inline(always)]
+pub fn write_io(trans: VALUE) -> Option<VALUE> {
+    owns(trans).then(|| ivar(trans, &IVAR_WRITE_BUFFER))
 }
 
 /// A Fixnum ivar at least `min`.
@@ -117,8 +130,7 @@ fn unknown(message: String) -> Error {
 }
 
 fn string_io(data: VALUE) -> Result<VALUE, Error> {
-    let h = classes().expect("only called on HeaderTransports");
-    rb::funcall(h.string_io, NEW.get(), &[data])
+    rb::funcall(thrift().string_io, NEW.get(), &[data])
 }
 
 fn empty() -> VALUE {
@@ -396,7 +408,6 @@ fn write(_ruby: &Ruby, rb_self: magnus::Value, buf: magnus::Value) -> Result<mag
     rb::funcall(io, WRITE.get(), &[buf]).map(rb::returned)
 }
 
-pub mod fast;
 mod flush;
 
 /// Whether the loaded HeaderTransport is master's, whose limits the native methods keep: the private methods of
