@@ -1,8 +1,9 @@
 # frozen_string_literal: true
 
 # One accelerator's struct read and write through the transport stacks services use, one message (write + flush)
-# per struct: MemoryBufferTransport alone, FramedTransport over one, BufferedTransport over an IOStreamTransport
-# (StringIOs, as a socket's IO would be), and where the loaded thrift has it (master), HeaderProtocol over a
+# per struct: MemoryBufferTransport alone, FramedTransport over one, an IOStreamTransport over StringIOs (a Rack or
+# Thin request body, a servlet's answer), an HTTPClientTransport's request buffer and response (its POST left out),
+# BufferedTransport over an IOStreamTransport (StringIOs, as a socket's IO would be), and where the loaded thrift has it (master), HeaderProtocol over a
 # HeaderTransport over a MemoryBufferTransport, plain and with the ZLIB transform. The small and large benchmark
 # structs of bench/structs.rb.
 # Run by bench/run.rb in a child process per accelerator; prints one JSON line per measurement.
@@ -60,6 +61,27 @@ STACKS = {
     writer: -> { memory_writer(Thrift::FramedTransport.method(:new)) },
     reader: ->(bytes) { PROTOCOL.new(Thrift::FramedTransport.new(Thrift::MemoryBufferTransport.new(bytes))) }
   },
+  "iostream" => {
+    writer: lambda {
+      io = StringIO.new(+"".b)
+      trans = Thrift::IOStreamTransport.new(StringIO.new(+"".b), io)
+      [PROTOCOL.new(trans), trans, io]
+    },
+    reader: ->(bytes) { PROTOCOL.new(Thrift::IOStreamTransport.new(StringIO.new(bytes), StringIO.new(+"".b))) }
+  },
+  # An HTTPClientTransport's request buffer, emptied as its `flush` empties it, and the response its `flush` leaves
+  # (@inbuf, a StringIO): the POST itself is bench/http.rb's.
+  "http" => {
+    writer: lambda {
+      trans = Thrift::HTTPClientTransport.new("http://localhost:1/rpc")
+      [PROTOCOL.new(trans), NO_FLUSH, trans]
+    },
+    reader: lambda { |bytes|
+      trans = Thrift::HTTPClientTransport.new("http://localhost:1/rpc")
+      trans.instance_variable_set(:@inbuf, StringIO.new(bytes))
+      PROTOCOL.new(trans)
+    }
+  },
   "buffered" => {
     writer: lambda {
       io = StringIO.new("".b)
@@ -89,8 +111,24 @@ end
 STACKS.select! { |name, _| name.start_with?("header") == (ARGV[3] == "header") }
 STACKS.freeze
 
+# The HTTP stack's `flush`: nothing (drain empties its request buffer).
+NO_FLUSH = Object.new.tap { |o| o.define_singleton_method(:flush) {} }
+
+# What reached the sink, taken out of it.
 def drain(sink)
-  sink.is_a?(StringIO) ? sink.string.dup.tap { sink.truncate(0); sink.rewind } : sink.read(sink.available)
+  case sink
+  when StringIO then sink.string.dup.tap { sink.truncate(0); sink.rewind }
+  when Thrift::HTTPClientTransport then sink.instance_variable_get(:@outbuf).dup.tap { sink.instance_variable_set(:@outbuf, +"".b) }
+  else sink.read(sink.available)
+  end
+end
+
+def held(sink)
+  case sink
+  when StringIO then sink.string.bytesize
+  when Thrift::HTTPClientTransport then sink.instance_variable_get(:@outbuf).bytesize
+  else sink.available
+  end
 end
 
 [["small", -> { CodecSamples.small }, CodecTest::Small, Selection.pick(20_000, 4_000)],
@@ -112,7 +150,7 @@ end
       lambda {
         sample.write(prot)
         trans.flush
-        drain(sink) if !sink.is_a?(Thrift::MemoryBufferTransport) || sink.available > 1 << 20
+        drain(sink) if held(sink) > 1 << 20
       }
     })
     data = one * count

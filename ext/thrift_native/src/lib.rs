@@ -76,6 +76,7 @@ fn define_everything(ruby: &Ruby, namespace: RModule) -> Result<(), Error> {
     singleton.define_private_method("watched_classes", method!(watched_classes, 0))?;
     singleton.define_private_method("ivar_access", magnus::function!(ivars::access, 0))?;
     singleton.define_private_method("explain_facts", method!(explain::facts, 1))?;
+    singleton.define_private_method("strio_access", magnus::function!(ruby::strio::access, 0))?;
     Ok(())
 }
 

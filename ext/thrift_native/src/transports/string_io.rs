@@ -5,9 +5,9 @@
 //! `@output`, when they are StringIOs: a Rack or Thin request body, a servlet's answer). Which transports lend their
 //! StringIOs, and when, is each one's own file's to say (`header`, `http_client`, `io_stream`).
 //!
-//! A StringIO's position is only reachable through its methods, so the buffer keeps its own and hands it over
-//! (`pos=`) before the transport's methods run, before the protocol's `skip`, and at the end (or when it is dropped);
-//! Ruby code run in between (`validate`, an `initialize`, a key's `hash`) sees the position of the last hand-over. A
+//! The buffer keeps its own position (read in the StringIO's struct where `ruby::strio` may, else through `pos`)
+//! and hands it over (`pos=`, or in the struct) before the transport's methods run, before the protocol's `skip`, and
+//! at the end (or when it is dropped); Ruby code run in between (`validate`, an `initialize`, a key's `hash`) sees the position of the last hand-over. A
 //! read the bytes cannot answer calls the transport's methods (`read_byte`, `read_into_buffer`, `read_all`) as the
 //! protocol would: a HeaderTransport reads its next frame, the others give their own end-of-file error.
 //!
@@ -20,7 +20,7 @@ use rb_sys::VALUE;
 
 use crate::ruby::guard::{Guard, Watch};
 use crate::ruby::names::{CLOSED_READ_P, CLOSED_WRITE_P, POS, SET_POS, STRING};
-use crate::ruby::rb;
+use crate::ruby::{rb, strio};
 use crate::thrift::thrift;
 use crate::transports::buffer::{HeldBytes, ReadBuffer, Shortfall};
 use crate::transports::{header, http_client, io_stream};
@@ -39,15 +39,36 @@ fn ask(io: VALUE, method: &rb::StaticId) -> Option<VALUE> {
     rb::funcall(io, method.get(), &[]).ok()
 }
 
-/// `io.pos`, when it is a non-negative Fixnum.
+/// `io.pos`, when it is a non-negative Fixnum (read in the StringIO's struct where `strio` may).
 fn position(io: VALUE) -> Option<usize> {
+    if let Some(f) = strio::fields(io) {
+        return Some(f.pos);
+    }
     usize::try_from(rb::fixnum_value(ask(io, &POS)?)?).ok()
+}
+
+/// `[string, pos]` of a StringIO open on the side asked for (`closed_read?` or `closed_write?` false).
+fn open_side(io: VALUE, closed_p: &rb::StaticId) -> Option<(VALUE, usize)> {
+    if let Some(f) = strio::fields(io) {
+        let open = if closed_p.get() == CLOSED_READ_P.get() {
+            f.readable
+        } else {
+            f.writable
+        };
+        return open.then_some((f.string, f.pos));
+    }
+    if rb::truthy(ask(io, closed_p)?) {
+        return None;
+    }
+    Some((ask(io, &STRING)?, position(io)?))
 }
 
 /// `io.pos = pos`. StringIO's `pos=` raises only for a negative position or a closed stream, neither of which a
 /// buffer taken here can have; if it raises anyway, the next call on the StringIO will too.
 fn hand_over(io: VALUE, pos: usize) {
-    let _ = rb::funcall(io, SET_POS.get(), &[rb::integer(pos as i64)]);
+    if !strio::set_pos(io, pos) {
+        let _ = rb::funcall(io, SET_POS.get(), &[rb::integer(pos as i64)]);
+    }
 }
 
 /// Which transport a StringIO was lent by: where it keeps it, and whether its bytes are all the message has.
@@ -109,11 +130,10 @@ pub struct StringIoBuffer {
 impl StringIoBuffer {
     fn load(trans: VALUE) -> Option<Self> {
         let (io, lender) = read_io(trans)?;
-        if !is_string_io(io) || rb::truthy(ask(io, &CLOSED_READ_P)?) {
+        if !is_string_io(io) {
             return None;
         }
-        let string = ask(io, &STRING)?;
-        let pos = position(io)?;
+        let (string, pos) = open_side(io, &CLOSED_READ_P)?;
         if !rb::is_string(string) {
             return None;
         }
@@ -193,7 +213,11 @@ impl ReadBuffer for StringIoBuffer {
             };
             (self.pos, self.committed) = (pos, pos);
         }
-        let Some(string) = ask(self.io, &STRING).filter(|&s| rb::is_string(s)) else {
+        let string = match strio::fields(self.io) {
+            Some(f) => Some(f.string),
+            None => ask(self.io, &STRING),
+        };
+        let Some(string) = string.filter(|&s| rb::is_string(s)) else {
             self.commit(); // the protocol's methods read on from here
             return false;
         };
@@ -251,14 +275,13 @@ fn write_io(trans: VALUE) -> Option<VALUE> {
 impl StringIoTarget {
     pub fn of(trans: VALUE) -> Option<Self> {
         let io = write_io(trans)?;
-        if !is_string_io(io) || rb::truthy(ask(io, &CLOSED_WRITE_P)?) {
+        if !is_string_io(io) {
             return None;
         }
-        let string = ask(io, &STRING)?;
+        let (string, pos) = open_side(io, &CLOSED_WRITE_P)?;
         if !rb::is_string(string) || rb::is_frozen(string) {
             return None;
         }
-        let pos = position(io)?;
         // SAFETY: `string` is a String.
         (pos == unsafe { rb::str_len(string) }).then_some(StringIoTarget { trans, io, string })
     }
@@ -292,6 +315,7 @@ impl StringIoTarget {
 
 /// Registers the guard: StringIO's methods whose work the in-place reads and writes do.
 pub fn init() {
+    strio::verify(thrift().string_io);
     GUARD.watch(
         thrift().string_io,
         Watch::Methods(&[
