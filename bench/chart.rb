@@ -3,7 +3,7 @@
 # The README's headline comparison, drawn from the JSON that bench/run.rb saves: a few struct rows (structs.json,
 # stacks.json, json_structs.json) as an SVG bar chart of the time per operation of pure Ruby, the C accelerator and
 # thrift_native, each row scaled to pure Ruby's time (linear; every bar labelled with its time and speed-up), and the
-# same rows as a Markdown table on stdout. Standard library only (json), so any Ruby of the matrix runs it.
+# same rows as a Markdown table on stdout, then the HTTP calls of http.json (calls per second) as a second table. Standard library only (json), so any Ruby of the matrix runs it.
 #
 #   ruby bench/chart.rb [RESULTS_DIR] [OUT]     default: BENCH_RESULTS or bench/results, and RESULTS_DIR/headline.svg
 #
@@ -26,6 +26,10 @@ ROWS = [
   ["structs", "compact", "small_write", "compact write, small struct"],
   ["structs", "binary", "large_read", "binary read, large struct"],
   ["structs", "binary", "large_write", "binary write, large struct"],
+  ["structs", "plain", "small_read", "BinaryProtocol read, small struct"],
+  ["structs", "plain", "small_write", "BinaryProtocol write, small struct"],
+  ["structs", "plain", "large_read", "BinaryProtocol read, large struct"],
+  ["structs", "plain", "large_write", "BinaryProtocol write, large struct"],
   ["stacks", "binary", "framed small_read", "framed binary read, small"],
   ["stacks", "binary", "framed small_write", "framed binary write, small"],
   ["json_structs", "json", "small_read", "JsonProtocol read, small *"],
@@ -149,5 +153,20 @@ rows.each do |label, per_op, _|
   cells = SERIES.map { |impl, *| duration(per_op[impl]) }
   versus = [ratio(per_op[c_impl], per_op["ours"]), ratio(per_op["pure"], per_op["ours"])]
   puts "| #{label} | #{(cells + versus).join(" | ")} |"
+end
+
+# The HTTP calls (bench/http.rb), where the run has them: calls per second, a table of their own.
+http = load_results("http")
+if http
+  puts "\n| HTTP call | pure Ruby | C accelerator | thrift_native | vs C | vs pure Ruby |"
+  puts "|---|---|---|---|---|---|"
+  http["results"].each do |op, by_impl|
+    pure, c, ours = [/\Apure/, /\Ac/, /\Aours/].map { |p| by_impl.find { |i, _| i.match?(p) && !i.end_with?("+yjit") }&.last }
+    next unless pure && c && ours
+
+    rate = ->(row) { format("%.1f calls/s", row["calls_per_second"]) }
+    versus = [c, pure].map { |base| format("%.1fx", ours["calls_per_second"] / base["calls_per_second"]) }
+    puts "| #{op} | #{[pure, c, ours].map(&rate).join(" | ")} | #{versus.join(" | ")} |"
+  end
 end
 $stderr.puts "bench/chart.rb: wrote #{OUT}"

@@ -23,6 +23,7 @@ require_relative "../test_support/accelerator"
 require_relative "../test_support/codec_types"
 require_relative "../test_support/codec_samples"
 require_relative "selection"
+require_relative "call_rate"
 
 IMPL = ARGV.fetch(0)
 SECONDS = Float(ARGV.fetch(1, "0.5"))
@@ -127,26 +128,11 @@ def measure_floor(socket, request, reply, dir)
     sock.write(request)
     sock.read(reply.bytesize, buf)
   end
-  measure(exchange, :call, SECONDS)
+  CallRate.measure(exchange, :call, SECONDS)
 ensure
   sock&.close
   Process.wait(pid) if pid
   FileUtils.rm_f(File.join(dir, "floor.sock"))
-end
-
-def measure(client, call, seconds)
-  client.public_send(call, 1) # warm-up
-  calls = 0
-  before = GC.stat(:total_allocated_objects)
-  t0 = Process.clock_gettime(Process::CLOCK_MONOTONIC)
-  elapsed = 0.0
-  while elapsed < seconds || calls < 3
-    client.public_send(call, calls)
-    calls += 1
-    elapsed = Process.clock_gettime(Process::CLOCK_MONOTONIC) - t0
-  end
-  { calls_per_second: (calls / elapsed).round(1),
-    objects_per_call: ((GC.stat(:total_allocated_objects) - before).to_f / calls).round(1) }
 end
 
 Dir.mktmpdir("thrift_native_rpc") do |dir|
@@ -178,7 +164,7 @@ Dir.mktmpdir("thrift_native_rpc") do |dir|
       trans.open
       client = BenchService::Bench::Client.new(client_protocol(transport, protocol, trans))
       calls.each do |call|
-        result = measure(client, call, SECONDS)
+        result = CallRate.measure(client, call, SECONDS)
         puts JSON.generate({ impl: IMPL, op: "#{socket} #{transport} #{protocol} #{call}" }.merge(result))
         $stdout.flush
       end

@@ -28,12 +28,16 @@ RPC_IMPLS = with_yjit(%w[pure c ours] + (MASTER_BESIDE && ENV["THRIFT_MASTER_COM
 # Seconds per child run on this 2-core machine (bench/run.rb 0.5), for the estimate of the time left.
 ESTIMATES = {
   "primitives" => { "pure" => 12, "other" => 12 }, "structs" => { "pure" => 40, "other" => 8 },
-  "struct_new" => { "other" => 10 }, "stacks" => { "pure" => 110, "other" => 15 }, "rpc" => { "pure" => 60, "other" => 40 }
+  "struct_new" => { "other" => 10 }, "stacks" => { "pure" => 110, "other" => 15 }, "rpc" => { "pure" => 60, "other" => 40 },
+  "http" => { "pure" => 12, "other" => 8 }
 }.freeze
-steps = [*PROTOCOLS.map { |p| "primitives #{p}" }, *PROTOCOLS.map { |p| "structs #{p}" }, "struct_new",
-         "primitives json", "structs json", *PROTOCOLS.map { |p| "stacks #{p}" }].product(IMPLS) +
+# The struct and stack tables also measure the plain Thrift::BinaryProtocol (BinaryProtocolFactory's, the
+# Serializer's), under every accelerator.
+STRUCT_PROTOCOLS = %w[binary plain compact].freeze
+steps = [*PROTOCOLS.map { |p| "primitives #{p}" }, *STRUCT_PROTOCOLS.map { |p| "structs #{p}" }, "struct_new",
+         "primitives json", "structs json", *STRUCT_PROTOCOLS.map { |p| "stacks #{p}" }].product(IMPLS) +
         (MASTER_IMPLS.empty? ? [] : PROTOCOLS.map { |p| "stacks #{p} header" }.product(MASTER_IMPLS)) +
-        [["rpc", "floor"], *RPC_IMPLS.map { |i| ["rpc", i] }]
+        [["rpc", "floor"], *RPC_IMPLS.map { |i| ["rpc", i] }, *RPC_IMPLS.map { |i| ["http", i] }]
 Progress.plan(ESTIMATES, steps * 3)
 
 # Measures one table (the block answers its results), prints its title and table, saves its JSON; a failure is
@@ -52,7 +56,8 @@ TABLES = {
   "primitives" => ->(r) { table(r, IMPLS) }, "structs" => ->(r) { struct_table(r, IMPLS) },
   "struct_new" => ->(r) { table(r, IMPLS) }, "json_primitives" => ->(r) { table(r, IMPLS) },
   "json_structs" => ->(r) { struct_table(r, IMPLS, versus: %w[pure]) }, "stacks" => ->(r) { struct_table(r, IMPLS) },
-  "header_stacks" => ->(r) { struct_table(r, MASTER_IMPLS) }, "rpc" => ->(r) { rpc_table(r, RPC_IMPLS) }
+  "header_stacks" => ->(r) { struct_table(r, MASTER_IMPLS) }, "rpc" => ->(r) { rpc_table(r, RPC_IMPLS) },
+  "http" => ->(r) { rpc_table(r, RPC_IMPLS, floor: false) }
 }.freeze
 
 primitives = measured_table("primitives", "Binary and compact protocol primitives over a MemoryBufferTransport " \
@@ -64,8 +69,9 @@ end
 structs = measured_table("structs", "Struct read/write over a MemoryBufferTransport (total seconds for the count, " \
                          "objects per read or write; a read's objects include the 2 that `Small.new` itself makes and " \
                          "the objects the result holds; n/a under pure Ruby: a thrift before 0.20 cannot write structs " \
-                         "on Ruby 3.2+, its BaseProtocol names Fixnum)") do
-  PROTOCOLS.to_h { |protocol| [protocol, run_rounds("structs.rb", protocol, key: "seconds", impls: IMPLS)] }
+                         "on Ruby 3.2+, its BaseProtocol names Fixnum; plain: Thrift::BinaryProtocol under every " \
+                         "accelerator, the C column the C accelerator's struct code calling its Ruby methods)") do
+  STRUCT_PROTOCOLS.to_h { |protocol| [protocol, run_rounds("structs.rb", protocol, key: "seconds", impls: IMPLS)] }
 end
 
 measured_table("struct_new", "`new` of structs and unions (Thrift::Struct#initialize, Thrift::Union#initialize; ns " \
@@ -87,9 +93,10 @@ json = measured_table("json_structs", "Struct read/write through Thrift::JsonPro
 end
 
 stacks = measured_table("stacks", "Struct read/write through transport stacks, one message (write + flush) per " \
-                        "struct: a MemoryBufferTransport, a FramedTransport over one, a BufferedTransport over an " \
-                        "IOStreamTransport of StringIOs") do
-  PROTOCOLS.to_h { |protocol| [protocol, run_rounds("stacks.rb", protocol, key: "seconds", impls: IMPLS)] }
+                        "struct: a MemoryBufferTransport, a FramedTransport over one, an IOStreamTransport over " \
+                        "StringIOs, an HTTPClientTransport's request buffer and response (its POST left out), a " \
+                        "BufferedTransport over an IOStreamTransport of StringIOs (plain: Thrift::BinaryProtocol)") do
+  STRUCT_PROTOCOLS.to_h { |protocol| [protocol, run_rounds("stacks.rb", protocol, key: "seconds", impls: IMPLS)] }
 end
 
 unless MASTER_IMPLS.empty?
@@ -110,10 +117,18 @@ rpc = measured_table("rpc", "RPC: the generated client calling a Thrift::SimpleS
   run_rounds("rpc.rb", key: "calls_per_second", higher: true, impls: RPC_IMPLS + ["floor"], cpu: RPC_CPU)
 end
 
+http = measured_table("http", "HTTP: the generated client over an HTTPClientTransport with the plain " \
+                      "BinaryProtocol; replay: the network removed (its POST answers a captured reply); webrick: a " \
+                      "real call to a WEBrick servlet (forked) that runs the processor over an IOStreamTransport over " \
+                      "StringIOs#{RPC_CPU ? ", both on CPU #{RPC_CPU}" : ""}; calls per second (higher is better) " \
+                      "and objects the client allocates per call") do
+  run_rounds("http.rb", key: "calls_per_second", higher: true, impls: RPC_IMPLS, cpu: RPC_CPU)
+end
+
 if YJIT
   yjit_summary([["primitives", primitives, "ns_per_call"], ["structs", structs, "seconds"],
                 ["json_primitives", json_primitives, "ns_per_call"], ["json_structs", json, "seconds"],
                 ["stacks", stacks, "seconds"], ["header_stacks", header || {}, "seconds"],
-                ["rpc", { "" => rpc }, "calls_per_second"]])
+                ["rpc", { "" => rpc }, "calls_per_second"], ["http", { "" => http }, "calls_per_second"]])
 end
 finish

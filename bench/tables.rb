@@ -72,13 +72,14 @@ module Bench
   end
 
   # results: { op => { impl => row } }; higher is better here, so 'vs C' is ours / C, for each library measured, and
-  # 'vs floor' how many times the floor's time a call of ours takes (floor calls/s / ours).
-  def rpc_table(results, rpc_impls)
-    impls = rpc_impls + ["floor"]
+  # 'vs floor' how many times the floor's time a call of ours takes (floor calls/s / ours; `floor: false` for a
+  # table without one).
+  def rpc_table(results, rpc_impls, floor: true)
+    impls = rpc_impls + (floor ? ["floor"] : [])
     # Each library's thrift_native against its own C accelerator: the generated client differs between libraries.
     pairs = [%w[ours c], %w[ours-master c-master]].select { |o, c| rpc_impls.include?(o) && rpc_impls.include?(c) }
     pairs += pairs.map { |o, c| ["#{o}+yjit", "#{c}+yjit"] } if YJIT
-    floors = pairs.map(&:first)
+    floors = floor ? pairs.map(&:first) : []
     header = ["call", *impls.map { |i| "#{LABELS[i]} calls/s" }, *pairs.map { |o, c| "#{LABELS[o]} vs #{LABELS[c]}" },
               *floors.map { |o| "#{LABELS[o]} vs floor" }, *counted(rpc_impls).map { |i| "#{LABELS[i]} obj/call" }]
     rows = results.map do |op, by_impl|

@@ -15,7 +15,8 @@ module Thrift
     constants.each { |name, value| scope.const_set(name, value) unless scope.const_defined?(name, false) }
   end
 
-  # master's pure Ruby raises these (THRIFT-6126, 6102, 6099); thrift_native replaces the last two methods.
+  # master's pure Ruby raises these (THRIFT-6126, 6102, 6099: `read` of a negative length); thrift_native replaces
+  # the last two methods.
   compact_types = CompactProtocol::CompactTypes
   get_ttype = compact_types.method(:get_ttype)
   compact_types.define_singleton_method(:get_ttype) do |compact_type|
@@ -26,8 +27,11 @@ module Thrift
   CompactProtocol.define_method(:read_message_begin) do
     raise ProtocolException.new(ProtocolException::BAD_VERSION, "Expected protocol id")
   end
-  MemoryBufferTransport.define_method(:read) do |_len|
-    raise TransportException.new(TransportException::NEGATIVE_SIZE, "Negative size")
+  memory_read = MemoryBufferTransport.instance_method(:read)
+  MemoryBufferTransport.define_method(:read) do |len|
+    raise TransportException.new(TransportException::NEGATIVE_SIZE, "Negative size") if len.negative?
+
+    memory_read.bind_call(self, len)
   end
 
   # master's JsonProtocol raises ProtocolException for a type it has no name for.
@@ -38,6 +42,19 @@ module Thrift
   # master's JsonProtocol reads strings as UTF-8 (THRIFT-6130's trace: its private decode_json_string).
   JsonProtocol.define_method(:decode_json_string) { |str| str.force_encoding(Encoding::UTF_8) }
   JsonProtocol.send(:private, :decode_json_string)
+
+  # master's FramedTransport refuses a zero-length frame (THRIFT-6155, after the shared snapshot).
+  FramedTransport.class_eval do
+    private
+
+    def read_frame
+      sz = @transport.read_all(4).unpack1("N")
+      raise TransportException.new(TransportException::END_OF_FILE, "Zero-length frame received") if sz.zero?
+
+      @index = 0
+      @rbuf = @transport.read_all(sz)
+    end
+  end
 
   # master's Struct#read clears what an instance holds first (THRIFT-6124).
   struct_read = Struct.instance_method(:read)

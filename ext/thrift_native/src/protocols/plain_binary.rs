@@ -59,7 +59,7 @@ pub fn disabled_reason() -> Option<&'static str> {
         return None;
     }
     Some(if opted_out() {
-        "THRIFT_NATIVE_BINARY_PROTOCOL=ruby keeps its Ruby methods"
+        "THRIFT_NATIVE_BINARY_PROTOCOL=ruby was set when thrift_native loaded"
     } else {
         "a method of Thrift::BinaryProtocol (or BaseProtocol#trans, Thrift::Bytes, Thrift::UUID) was redefined"
     })
@@ -80,6 +80,12 @@ pub fn exact_trans(protocol: VALUE) -> Option<VALUE> {
 #[inline(always)]
 fn target(this: VALUE) -> Option<WriteTarget> {
     WriteTarget::of(exact_trans(this)?)
+}
+
+/// The library's own `read_byte` on `protocol`: the struct codec's byte past a buffer's end, which it converts from
+/// what `trans.read_byte` answers its own way.
+pub fn original_read_byte(protocol: VALUE) -> Result<VALUE, Error> {
+    ORIGINALS.call_named("read_byte", protocol, &[])
 }
 
 /// The library's own `name` called on `this`: where the native method does not apply.

@@ -26,12 +26,13 @@ use thrift_native_core::CoreError;
 
 use super::dispatch::{write_method, DispatchSink, DispatchSource};
 use crate::protocols::compact::BOOL_VALUE;
+use crate::protocols::plain_binary;
 use crate::ruby::names::SKIP;
 use crate::ruby::rb;
 use crate::struct_codec::field_plan::RubyField;
 use crate::thrift::errors;
 use crate::thrift::values::RubyBuilder;
-use crate::transports::buffer::ReadBuffer;
+use crate::transports::buffer::{ReadBuffer, Shortfall};
 use crate::transports::io::WriteTarget;
 
 /// A transport's buffer, as the core's encodings read it, and the protocol object whose `@bool_value` the compact
@@ -40,6 +41,9 @@ pub struct BufferHost<'r, B> {
     ruby: &'r Ruby,
     buffer: B,
     protocol: VALUE,
+    /// The protocol is the plain BinaryProtocol, whose `read_byte` takes what `trans.read_byte` answers its own way
+    /// (nil, from an empty frame, is its NoMethodError): a byte past the buffer's end is its `read_byte`.
+    plain: bool,
 }
 
 impl<B: ReadBuffer> WireInput for BufferHost<'_, B> {
@@ -47,6 +51,13 @@ impl<B: ReadBuffer> WireInput for BufferHost<'_, B> {
 
     #[inline(always)]
     fn read_byte(&mut self) -> Result<u8, Error> {
+        if self.plain && self.buffer.unread().is_empty() {
+            let protocol = self.protocol;
+            let v = self.buffer.past_end(self.ruby, Shortfall::Byte, |_| {
+                plain_binary::original_read_byte(protocol)
+            })?;
+            return Ok(rb::num2int(v)? as u8);
+        }
         self.buffer.read_byte(self.ruby)
     }
 
@@ -137,6 +148,7 @@ pub fn source<'r, B: ReadBuffer, W>(
         ruby,
         buffer,
         protocol: encoder,
+        plain: rb::is_exact_instance(encoder, crate::thrift::thrift().binary_protocol),
     };
     Some(FastSource {
         wire: encoding(host),

@@ -50,6 +50,27 @@ const MEMORY_BUFFER_FIXES: &str = r#"
     end
 "#;
 
+/// THRIFT-6155 (thrift master after 2026-08-24): the library's own FramedTransport `read_byte` of a zero-length frame
+/// (after a frame of one byte, on a fresh transport): `[message, @index kept, @rbuf kept]` where it raises
+/// TransportException(END_OF_FILE), else nil.
+macro_rules! zero_frame_probe {
+    () => {
+        r#"(lambda do
+          t = Thrift::FramedTransport.new(Thrift::MemoryBufferTransport.new("\0\0\0\1a\0\0\0\0".b))
+          t.read_byte
+          before = [t.instance_variable_get(:@index), t.instance_variable_get(:@rbuf)]
+          t.read_byte
+          nil
+        rescue Thrift::TransportException => e
+          if before && e.type == Thrift::TransportException::END_OF_FILE
+            [e.message.dup.freeze, t.instance_variable_get(:@index) == before[0],
+             t.instance_variable_get(:@rbuf).equal?(before[1])]
+          end
+        end).call"#
+    };
+}
+pub const ZERO_FRAME_PROBE: &str = zero_frame_probe!();
+
 /// thrift 0.24's `TransportException::NEGATIVE_SIZE` (THRIFT-6025).
 const NEGATIVE_SIZE: &str = r#"Thrift::TransportException.const_defined?(:NEGATIVE_SIZE, false)"#;
 
@@ -142,6 +163,12 @@ contract! {
     /// `Struct#write` takes any `Set` (a subclass, a Set with singleton methods) as a set. Before, only an instance
     /// of exactly `::Set`; anything else had to be a Hash (TypeError).
     set_subclass_writes = MEMORY_BUFFER_FIXES;
+
+    /// thrift master after our snapshot (THRIFT-6155, merged 2026-08-24; probed on the library's own FramedTransport):
+    /// a zero-length frame is TransportException(END_OF_FILE), with the message and the `@index` and `@rbuf` the
+    /// library's `read_frame` leaves (`Thrift::zero_frame`). Before, an empty frame was taken as it is (`read`
+    /// answers "", `read_byte` nil, and the reads that need a byte fail on nil).
+    zero_frames_refused = concat!("!", zero_frame_probe!(), ".nil?");
 
     /// thrift master (THRIFT-6126's JSON part: the pure `JsonProtocol#get_type_id_for_type_name` raises it): a type
     /// with no JSON name is ProtocolException(INVALID_DATA, "Unknown type id: N"). Before, NotImplementedError.

@@ -77,6 +77,8 @@ pub struct Thrift {
     pub transport_exception: VALUE,
     pub codes: ProtocolErrorCodes,
     pub transport_negative_size: i64,
+    /// `TransportException::END_OF_FILE`.
+    pub transport_end_of_file: i64,
     pub garbage_buffer_size: usize,
     pub version_1: i64,
     pub version_mask: i64,
@@ -94,6 +96,18 @@ pub struct Thrift {
     pub json: JsonClasses,
     /// Where the C accelerators of thrift versions differ, which one the loaded library calls for.
     pub contract: Contract,
+    /// How the library's FramedTransport refuses a zero-length frame, where it does (`zero_frames_refused`).
+    pub zero_frame: Option<ZeroFrame>,
+}
+
+/// What the library's FramedTransport does with a zero-length frame where it refuses one (THRIFT-6155): raises
+/// TransportException(END_OF_FILE) with `message` (pinned), leaving `@index` (`index_kept`) and `@rbuf`
+/// (`rbuf_kept`) as they were, or not.
+#[derive(Debug)]
+pub struct ZeroFrame {
+    pub message: VALUE,
+    pub index_kept: bool,
+    pub rbuf_kept: bool,
 }
 
 /// `Thrift::JsonProtocol` and the contexts it keeps in `@context` (`JSONContext`, `JSONPairContext`,
@@ -236,6 +250,10 @@ pub fn probe(ruby: &Ruby) -> Result<&'static Thrift, Error> {
     let garbage_buffer_size: i64 = memory_buffer.const_get("GARBAGE_BUFFER_SIZE")?;
     let header = probe_header(ruby, module, transport_exception)?;
     let contract = Contract::probe(ruby);
+    let zero_frame = contract
+        .zero_frames_refused
+        .then(|| probe_zero_frame(ruby))
+        .flatten();
     let json = JsonClasses {
         protocol: pinned(const_value(module, "JsonProtocol")?),
         top: pinned(const_value(module, "JSONContext")?),
@@ -268,6 +286,7 @@ pub fn probe(ruby: &Ruby) -> Result<&'static Thrift, Error> {
         transport_exception: pinned(transport_exception),
         codes,
         transport_negative_size,
+        transport_end_of_file: transport_exception.const_get("END_OF_FILE")?,
         garbage_buffer_size: usize::try_from(garbage_buffer_size).unwrap_or(4096),
         version_1: binary_protocol.const_get("VERSION_1")?,
         version_mask: binary_protocol.const_get("VERSION_MASK")?,
@@ -279,9 +298,22 @@ pub fn probe(ruby: &Ruby) -> Result<&'static Thrift, Error> {
         header,
         json,
         contract,
+        zero_frame,
     };
     let _ = THRIFT.set(found);
     Ok(thrift())
+}
+
+/// The library's refusal of a zero-length frame (`contract::ZERO_FRAME_PROBE`): None if it answers otherwise.
+fn probe_zero_frame(ruby: &Ruby) -> Option<ZeroFrame> {
+    let found: magnus::RArray = ruby.eval(contract::ZERO_FRAME_PROBE).ok()?;
+    let message: Value = found.entry(0).ok()?;
+    let message = magnus::RString::from_value(message)?;
+    Some(ZeroFrame {
+        message: pinned(message),
+        index_kept: found.entry(1).ok()?,
+        rbuf_kept: found.entry(2).ok()?,
+    })
 }
 
 /// HeaderTransport and HeaderProtocol, if the library defines both (thrift master; not 0.14 to 0.22).

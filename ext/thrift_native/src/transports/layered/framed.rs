@@ -11,7 +11,7 @@ use super::{
 };
 use crate::ruby::names::{FLUSH, GETBYTE, READ as READ_NAME, READ_ALL, READ_BYTE, UNPACK1, WRITE};
 use crate::ruby::{rb, registry};
-use crate::thrift::bytes;
+use crate::thrift::{bytes, errors, thrift};
 use crate::transports::buffer::ReadBuffer;
 use crate::transports::memory_buffer::MemoryBuffer;
 use crate::transports::socket::{FrameRead, PlainSocket};
@@ -25,10 +25,14 @@ fn framed() -> &'static Class {
 /// `PlainSocket::read_frame`).
 pub(super) fn read_frame(ruby: &Ruby, c: &'static Class, this: VALUE) -> Result<(), Error> {
     let inner = c.inner(this);
+    let index_before = c.index.get(this);
     if let Some(mut mb) = MemoryBuffer::plain(inner) {
         let size = mb.read_with(ruby, 4, |b| {
             u32::from_be_bytes(b.try_into().expect("4 bytes"))
         })?;
+        if size == 0 {
+            refuse_zero_frame(c, this, index_before)?;
+        }
         c.store_index(this, 0);
         let frame = mb.read_all(ruby, size as usize)?;
         return c.set_rbuf(this, frame);
@@ -44,6 +48,13 @@ pub(super) fn read_frame(ruby: &Ruby, c: &'static Class, this: VALUE) -> Result<
     };
     let size = match (read_at_once, socket) {
         (Some(FrameRead::Whole(frame)), _) => return c.set_rbuf(this, frame),
+        (Some(FrameRead::Size(0)), _) => {
+            refuse_zero_frame(c, this, index_before).inspect_err(|_| {
+                // The spent `@rbuf` holds the header's bytes now: emptied, as after any failed refill.
+                spent.into_iter().for_each(rb::empty_refillable_string)
+            })?;
+            rb::integer(0)
+        }
         (Some(FrameRead::Size(size)), _) => rb::integer(size.into()),
         (None, Some(socket)) => {
             let header = super::socket_refill(socket, 4, spent, true)?;
@@ -56,6 +67,10 @@ pub(super) fn read_frame(ruby: &Ruby, c: &'static Class, this: VALUE) -> Result<
             rb::funcall(header, UNPACK1.get(), &[rb::binary_string(b"N")])?
         }
     };
+    if rb::fixnum_value(size) == Some(0) {
+        refuse_zero_frame(c, this, index_before)
+            .inspect_err(|_| spent.into_iter().for_each(rb::empty_refillable_string))?;
+    }
     c.store_index(this, 0);
     let in_one_chunk = rb::fixnum_value(size)
         .and_then(|n| usize::try_from(n).ok())
@@ -77,6 +92,30 @@ pub(super) fn read_frame(ruby: &Ruby, c: &'static Class, this: VALUE) -> Result<
             Err(e)
         }
     }
+}
+
+/// A zero-length frame, where the library refuses one (THRIFT-6155, `Thrift::zero_frame`): its exception, with `@index`
+/// (`index_before`, or 0) and `@rbuf` (as it is, or "") left as its `read_frame` leaves them; a spent `@rbuf` a socket's
+/// header was read into is emptied by the caller, as after any failed refill. Elsewhere nothing: the frame is taken
+/// as it is, as the library takes it.
+fn refuse_zero_frame(c: &'static Class, this: VALUE, index_before: VALUE) -> Result<(), Error> {
+    let Some(refusal) = &thrift().zero_frame else {
+        return Ok(());
+    };
+    if refusal.index_kept {
+        c.index.set(this, index_before)?;
+    } else {
+        c.store_index(this, 0);
+    }
+    if !refusal.rbuf_kept {
+        c.set_rbuf(this, rb::binary_string(&[]))?;
+    }
+    // SAFETY: the message is a String pinned at load time.
+    let message = unsafe { rb::str_bytes(refusal.message) };
+    Err(errors::transport(
+        thrift().transport_end_of_file,
+        &String::from_utf8_lossy(message),
+    ))
 }
 
 /// `rbuf.getbyte(i)`: the byte, or nil past the end; an odd `@rbuf` answers as Ruby makes it answer.
