@@ -2,7 +2,8 @@
 
 # One accelerator's RPC throughput: the generated BenchService::Bench client calling a Thrift::SimpleServer (forked,
 # the same accelerator loaded) over loopback TCP and a UNIX socket, through FramedTransport and BufferedTransport,
-# with the binary and the compact protocol, and multiplexed (framed, binary); `small` answers the small benchmark
+# with the binary and the compact protocol, and multiplexed (framed, binary), and over TCP with the plain
+# Thrift::BinaryProtocol (BinaryProtocolFactory's, "plain") on both ends; `small` answers the small benchmark
 # struct, `large` the large one (the shape of upstream's Nested4, about 1.4 MB in binary). Calls per second over one window, and objects the client
 # allocates per call.
 # Run by bench/run.rb in a child process per accelerator, in rounds that take the accelerators in turn (the best
@@ -63,6 +64,7 @@ end
 
 def protocol_factory(protocol)
   return Thrift::CompactProtocolFactory.new if protocol == "compact"
+  return Thrift::BinaryProtocolFactory.new if protocol == "plain"
 
   IMPL.start_with?("pure") ? Thrift::BinaryProtocolFactory.new : Thrift::BinaryProtocolAcceleratedFactory.new
 end
@@ -137,6 +139,8 @@ end
 
 Dir.mktmpdir("thrift_native_rpc") do |dir|
   stacks = %w[tcp unix].product(TRANSPORTS.keys, %w[binary compact]).reject { |_, t, p| t == MUX && p == "compact" }
+  # The plain Thrift::BinaryProtocol (BinaryProtocolFactory's) on both ends, over TCP.
+  stacks += [%w[tcp framed plain], %w[tcp buffered plain]]
   stacks.select! { |stack| Selection.wanted?(stack.join(" ")) }
   stacks.each do |socket, transport, protocol|
     calls = %w[small large].select { |call| Selection.wanted?("#{socket} #{transport} #{protocol} #{call}") }
