@@ -67,7 +67,7 @@ RSpec.describe ThriftNative::GzipWriter do
         gz.write("abc")
         gz.close
         expect(f.got.uniq).to eq([[String, Encoding::BINARY, false]])
-        expect(Zlib.gunzip(File.binread(t.path))).to eq("abc")
+        expect(gunzip(File.binread(t.path))).to eq("abc")
       end
     end
 
@@ -132,7 +132,7 @@ RSpec.describe ThriftNative::GzipWriter do
       ensure
         GC.stress = false
       end
-      expect(Zlib.gunzip(bytes)).to eq("stress 0 1stress 1 1stress 2 1")
+      expect(gunzip(bytes)).to eq("stress 0 1stress 1 1stress 2 1")
     end
   end
 end

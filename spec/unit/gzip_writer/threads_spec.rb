@@ -108,7 +108,7 @@ RSpec.describe ThriftNative::GzipWriter do
       expect { t.join }.to raise_error(RuntimeError, "stop")
       gz.write("tail")
       gz.close
-      expect(digest(Zlib.gunzip(io.string))).to eq(digest(big + "tail"))
+      expect(digest(gunzip(io.string))).to eq(digest(big + "tail"))
     end
 
     it "lets other threads run while a large input is deflated" do
