@@ -1,7 +1,9 @@
 # Writes a Makefile that builds the Rust extension with cargo. Neither the rb_sys gem nor rake-compiler is needed:
-# RubyGems runs this, then `make` and `make install` with its own sitearchdir.
+# RubyGems runs this, then `make` and `make install` with its own sitearchdir. cargo builds for its host's target (on
+# Alpine, musl's), or for CARGO_BUILD_TARGET where that is set (then the library is in target/<triple>/release/).
 require "mkmf"
 require "rbconfig"
+require "shellwords"
 require_relative "cargo_library"
 
 cargo = ENV.fetch("CARGO", "cargo")
@@ -19,8 +21,8 @@ File.write("Makefile", <<~MAKE)
   all: $(DLLIB)
 
   $(DLLIB): FORCE
-  \t$(CARGO) build --release --lib --locked --manifest-path $(srcdir)/Cargo.toml --target-dir $(TARGET_DIR)
-  \tcp $(TARGET_DIR)/release/#{CargoLibrary.built_name} $@
+  \t$(CARGO) #{Shellwords.join(CargoLibrary.cargo_build_args)} --manifest-path $(srcdir)/Cargo.toml --target-dir $(TARGET_DIR)
+  \tcp $(TARGET_DIR)/$(if $(CARGO_BUILD_TARGET),$(CARGO_BUILD_TARGET)/,)release/#{CargoLibrary.built_name} $@
 
   install: $(DLLIB)
   \tmkdir -p "$(DESTDIR)$(sitearchdir)$(target_prefix)"
