@@ -25,8 +25,9 @@ need_packages() {
 }
 
 # hold_lock NAME: this script holds the cache's lock NAME until it ends (its children with it); another script that
-# takes the same lock waits, then finds built what this one built. bin/rubies takes `rubies`; bin/musl-rubies and
-# bin/cross-libs, which share the musl toolchain, take `cross`. No script that holds one runs another that takes it.
+# takes the same lock waits, then finds built what this one built. bin/rubies takes `rubies`, bin/musl-rubies
+# `musl-rubies`, bin/cross-libs `cross` (the musl toolchain they share has its own, bin/lib/musl.bash). No script
+# that holds one runs another that takes it.
 hold_lock() {
   local dir=${THRIFT_NATIVE_CACHE:-/var/cache/thrift_native}/locks
   mkdir -p "$dir"

@@ -26,8 +26,23 @@ x86_64_kernel_headers() {
 # musl_sysroot aarch64: the arm64 musl sysroot (its dynamic loader for qemu-aarch64 -L).
 musl_sysroot() { echo "$MUSL_DIR/$1/sysroot"; }
 
+# The toolchain's parts are checked and made under their own lock (bin/cross-libs and bin/musl-rubies, which hold
+# different cache locks, may run side by side), held only while a call runs; a nested call runs under its caller's.
+with_musl_lock() { # with_musl_lock COMMAND...
+  if [ -n "${MUSL_LOCK:-}" ]; then "$@"; return; fi
+  local dir=${THRIFT_NATIVE_CACHE:-/var/cache/thrift_native}/locks
+  mkdir -p "$dir"
+  exec {MUSL_LOCK}>"$dir/musl-toolchain.lock"
+  flock -n "$MUSL_LOCK" || { log "waiting for another run that is making the musl toolchain"; flock "$MUSL_LOCK"; }
+  "$@" # a failure ends the script (set -e), and the lock with it
+  flock -u "$MUSL_LOCK"
+  exec {MUSL_LOCK}>&-
+  MUSL_LOCK=
+}
+
 # musl_cc ARCH: the C compiler for ARCH-linux-musl (made when missing).
-musl_cc() {
+musl_cc() { with_musl_lock make_musl_cc "$@"; }
+make_musl_cc() {
   case $1 in
     x86_64)
       need_packages musl musl-dev musl-tools
@@ -85,7 +100,8 @@ SH
 }
 
 # musl_unwinder ARCH: the folder of the static libgcc_s.a for ARCH-linux-musl (made when missing).
-musl_unwinder() {
+musl_unwinder() { with_musl_lock make_musl_unwinder "$@"; }
+make_musl_unwinder() {
   local arch=$1 dir=$MUSL_DIR/$1/unwinder cc libunwind
   if [ "$(cat "$dir/.recipe" 2>/dev/null)" = "$MUSL_RECIPE" ]; then
     echo "$dir"
