@@ -24,17 +24,45 @@ need_packages() {
     DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "$@" >/dev/null' sh "${missing[@]}"
 }
 
-# hold_lock NAME: this script holds the cache's lock NAME until it ends (its children with it); another script that
-# takes the same lock waits, then finds built what this one built. bin/rubies takes `rubies`, bin/musl-rubies
-# `musl-rubies`, bin/cross-libs `cross` (the musl toolchain they share has its own, bin/lib/musl.bash). No script
-# that holds one runs another that takes it.
+# The cache's locks (in THRIFT_NATIVE_CACHE/locks/): .ci/run builds ahead (bin/prebuild) beside the cells that need
+# what it builds, so two runs of one script may meet. Each script checks first, with no lock, whether what it was asked
+# for is built (a stamp written last says so); only to build does it take a lock, then checks again, since another
+# run may have built it meanwhile. So a cell whose Ruby is built never waits behind the build of another.
+# bin/rubies holds `rubies`, bin/musl-rubies `musl-rubies`, bin/cross-libs `cross-PLATFORM` (its target folders) and,
+# around what its platforms share (Debian's rustc, the sources and packages it unpacks), `cross`; the musl toolchain
+# has `musl-toolchain` (bin/lib/musl.bash). No script that holds one runs another that takes it.
+
+# hold_lock NAME: this script holds the lock NAME from now until it ends (its children with it); a second call does
+# nothing.
 hold_lock() {
-  local dir=${THRIFT_NATIVE_CACHE:-/var/cache/thrift_native}/locks
-  mkdir -p "$dir"
-  exec {HELD_LOCK}>"$dir/$1.lock"
+  [ -z "${HELD_LOCK:-}" ] || return 0
+  exec {HELD_LOCK}>"$(lock_file "$1")"
   flock -n "$HELD_LOCK" && return
   log "waiting for another run that holds the $1 lock"
   flock "$HELD_LOCK"
+}
+
+# with_lock NAME COMMAND...: COMMAND under the lock NAME, held only while it runs; a nested call for the same NAME
+# runs under its caller's. A failure ends the script (set -e), and the lock with it.
+declare -A LOCKS_HELD=()
+with_lock() {
+  local name=$1 fd status
+  shift
+  if [ -n "${LOCKS_HELD[$name]:-}" ]; then "$@"; return; fi
+  exec {fd}>"$(lock_file "$name")"
+  flock -n "$fd" || { log "waiting for another run that holds the $name lock"; flock "$fd"; }
+  LOCKS_HELD[$name]=$fd
+  "$@"
+  status=$? # not 0 only where the caller's || or if turned errexit off
+  unset "LOCKS_HELD[$name]"
+  exec {fd}>&-
+  return $status
+}
+
+lock_file() { # lock_file NAME
+  local dir=${THRIFT_NATIVE_CACHE:-/var/cache/thrift_native}/locks
+  mkdir -p "$dir"
+  echo "$dir/$1.lock"
 }
 
 # private_apt KIND SUITE ARGS...: apt-get with a private state that sees only SUITE's packages of KIND (an
@@ -150,5 +178,9 @@ ensure_libs() {
   "$ruby" -e 'require "ostruct"' 2>/dev/null || copy_lib "$ruby" 3.4 ostruct.rb
   "$ruby" -e 'require "benchmark"' 2>/dev/null || copy_lib "$ruby" 3.4 benchmark.rb
   "$ruby" -e 'require "base64"' 2>/dev/null || copy_lib "$ruby" 3.2 base64.rb
-  "$ruby" -W0 -e 'require "logger"; require "ostruct"; require "benchmark"; require "base64"'
+  has_libs "$ruby" || "$ruby" -W0 -e 'require "logger"; require "ostruct"; require "benchmark"; require "base64"'
+}
+
+has_libs() { # has_libs RUBY: true if that Ruby has them all (nothing to copy)
+  "$1" -W0 -e 'require "logger"; require "ostruct"; require "benchmark"; require "base64"' >/dev/null 2>&1
 }

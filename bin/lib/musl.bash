@@ -27,18 +27,8 @@ x86_64_kernel_headers() {
 musl_sysroot() { echo "$MUSL_DIR/$1/sysroot"; }
 
 # The toolchain's parts are checked and made under their own lock (bin/cross-libs and bin/musl-rubies, which hold
-# different cache locks, may run side by side), held only while a call runs; a nested call runs under its caller's.
-with_musl_lock() { # with_musl_lock COMMAND...
-  if [ -n "${MUSL_LOCK:-}" ]; then "$@"; return; fi
-  local dir=${THRIFT_NATIVE_CACHE:-/var/cache/thrift_native}/locks
-  mkdir -p "$dir"
-  exec {MUSL_LOCK}>"$dir/musl-toolchain.lock"
-  flock -n "$MUSL_LOCK" || { log "waiting for another run that is making the musl toolchain"; flock "$MUSL_LOCK"; }
-  "$@" # a failure ends the script (set -e), and the lock with it
-  flock -u "$MUSL_LOCK"
-  exec {MUSL_LOCK}>&-
-  MUSL_LOCK=
-}
+# different cache locks, may run side by side), held only while a call runs.
+with_musl_lock() { with_lock musl-toolchain "$@"; } # with_musl_lock COMMAND...
 
 # musl_cc ARCH: the C compiler for ARCH-linux-musl (made when missing).
 musl_cc() { with_musl_lock make_musl_cc "$@"; }
