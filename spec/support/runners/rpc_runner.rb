@@ -68,11 +68,14 @@ def client_for(path, stack)
   [RpcTest::Calc::Client.new(prot), trans]
 end
 
-# A ThreadedServer for `stack` on `path`, forked; the block runs with its path, then the server is stopped.
+# A ThreadedServer for `stack` on `path`, forked; the block runs with its path, then the server is stopped. The socket
+# listens before the fork: waiting for its file to appear raced the child's bind(2) and listen(2), and a connection
+# between them was refused (seen on a loaded machine).
 def with_server(dir, stack)
   factory, _, protocols, multiplexed = STACKS.fetch(stack)
   path = File.join(dir, "calc.sock")
   server_socket = Thrift::UNIXServerSocket.new(path)
+  server_socket.listen
   pid = fork do
     processor = RpcTest::Calc::Processor.new(CalcHandler.new)
     if multiplexed
@@ -80,9 +83,11 @@ def with_server(dir, stack)
     end
     $stdout.reopen(File::NULL) # the runner's answer is the parent's; a server left running must not hold the pipe
     $stderr.reopen(File::NULL) unless ENV["RPC_RUNNER_TRACE"] # the library logs a handler's error at debug level; nothing else is expected
+    server_socket.define_singleton_method(:listen) { nil } # listening already; ThreadedServer#serve would bind again
     Thrift::ThreadedServer.new(processor, server_socket, factory.new, protocols).serve
   end
-  sleep 0.01 until File.exist?(path)
+  # The parent's copy of the listening socket; not #close, which would also delete the socket's file.
+  server_socket.handle.close
   yield path
 ensure
   Process.kill(:KILL, pid) if pid
