@@ -27,10 +27,11 @@ need_packages() {
 # The cache's locks (in THRIFT_NATIVE_CACHE/locks/): .ci/run builds ahead (bin/prebuild) beside the cells that need
 # what it builds, so two runs of one script may meet. Each script checks first, with no lock, whether what it was asked
 # for is built (a stamp written last says so); only to build does it take a lock, then checks again, since another
-# run may have built it meanwhile. So a cell whose Ruby is built never waits behind the build of another.
-# bin/rubies holds `rubies`, bin/musl-rubies `musl-rubies`, bin/cross-libs `cross-PLATFORM` (its target folders) and,
-# around what its platforms share (Debian's rustc, the sources and packages it unpacks), `cross`; the musl toolchain
-# has `musl-toolchain` (bin/lib/musl.bash). No script that holds one runs another that takes it.
+# run may have built it meanwhile. The locks are per thing built, so that a cell whose Ruby is built, or being built
+# first, does not wait behind the builds of others: bin/rubies takes `rubies-MINOR`; bin/musl-rubies
+# `musl-rubies-ARCH-MINOR`, `musl-deps-ARCH` and `musl-sources`; bin/cross-libs `cross-PLATFORM` (its target folders)
+# and, around what its platforms share (Debian's rustc, the sources and packages it unpacks), `cross`; the musl
+# toolchain has `musl-toolchain` (bin/lib/musl.bash). No script that holds one runs another that takes it.
 
 # hold_lock NAME: this script holds the lock NAME from now until it ends (its children with it); a second call does
 # nothing.
