@@ -33,10 +33,8 @@ need_packages() {
 # and, around what its platforms share (Debian's rustc, the sources and packages it unpacks), `cross`; the musl
 # toolchain has `musl-toolchain` (bin/lib/musl.bash). No script that holds one runs another that takes it.
 
-# hold_lock NAME: this script holds the lock NAME from now until it ends (its children with it); a second call does
-# nothing.
+# hold_lock NAME: this script holds the lock NAME from now until it ends (its children with it).
 hold_lock() {
-  [ -z "${HELD_LOCK:-}" ] || return 0
   exec {HELD_LOCK}>"$(lock_file "$1")"
   flock -n "$HELD_LOCK" && return
   log "waiting for another run that holds the $1 lock"
@@ -179,9 +177,8 @@ ensure_libs() {
   "$ruby" -e 'require "ostruct"' 2>/dev/null || copy_lib "$ruby" 3.4 ostruct.rb
   "$ruby" -e 'require "benchmark"' 2>/dev/null || copy_lib "$ruby" 3.4 benchmark.rb
   "$ruby" -e 'require "base64"' 2>/dev/null || copy_lib "$ruby" 3.2 base64.rb
-  has_libs "$ruby" || "$ruby" -W0 -e 'require "logger"; require "ostruct"; require "benchmark"; require "base64"'
+  "$ruby" -W0 -e "$LIBS_REQUIRED"
 }
 
-has_libs() { # has_libs RUBY: true if that Ruby has them all (nothing to copy)
-  "$1" -W0 -e 'require "logger"; require "ostruct"; require "benchmark"; require "base64"' >/dev/null 2>&1
-}
+LIBS_REQUIRED='require "logger"; require "ostruct"; require "benchmark"; require "base64"'
+has_libs() { "$1" -W0 -e "$LIBS_REQUIRED" >/dev/null 2>&1; } # has_libs RUBY: nothing for ensure_libs to copy

@@ -26,12 +26,10 @@ x86_64_kernel_headers() {
 # musl_sysroot aarch64: the arm64 musl sysroot (its dynamic loader for qemu-aarch64 -L).
 musl_sysroot() { echo "$MUSL_DIR/$1/sysroot"; }
 
-# The toolchain's parts are checked and made under their own lock (bin/cross-libs and bin/musl-rubies, which hold
-# different cache locks, may run side by side), held only while a call runs.
-with_musl_lock() { with_lock musl-toolchain "$@"; } # with_musl_lock COMMAND...
-
 # musl_cc ARCH: the C compiler for ARCH-linux-musl (made when missing).
-musl_cc() { with_musl_lock make_musl_cc "$@"; }
+# The toolchain is checked and made under its own lock, musl-toolchain (bin/cross-libs and bin/musl-rubies may run
+# side by side); so is the unwinder below.
+musl_cc() { with_lock musl-toolchain make_musl_cc "$@"; }
 make_musl_cc() {
   case $1 in
     x86_64)
@@ -90,7 +88,7 @@ SH
 }
 
 # musl_unwinder ARCH: the folder of the static libgcc_s.a for ARCH-linux-musl (made when missing).
-musl_unwinder() { with_musl_lock make_musl_unwinder "$@"; }
+musl_unwinder() { with_lock musl-toolchain make_musl_unwinder "$@"; }
 make_musl_unwinder() {
   local arch=$1 dir=$MUSL_DIR/$1/unwinder cc libunwind
   if [ "$(cat "$dir/.recipe" 2>/dev/null)" = "$MUSL_RECIPE" ]; then
